@@ -1,0 +1,51 @@
+// Small builders that keep op declarations readable.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/registry.h"
+
+namespace d9m::op {
+
+inline ParamSpec integer(std::string name, std::string doc, std::int64_t min = 1) {
+  return {std::move(name), ParamKind::integer, std::nullopt, min, {}, std::move(doc)};
+}
+inline ParamSpec integer_or(std::string name, std::int64_t dflt, std::string doc, std::int64_t min = 1) {
+  return {std::move(name), ParamKind::integer, ParamValue{dflt}, min, {}, std::move(doc)};
+}
+inline ParamSpec boolean_or(std::string name, bool dflt, std::string doc) {
+  return {std::move(name), ParamKind::boolean, ParamValue{dflt}, 0, {}, std::move(doc)};
+}
+inline ParamSpec real_or(std::string name, double dflt, std::string doc) {
+  return {std::move(name), ParamKind::real, ParamValue{dflt}, 0, {}, std::move(doc)};
+}
+inline ParamSpec choice_or(std::string name, std::string dflt, std::vector<std::string> choices,
+                           std::string doc) {
+  return {std::move(name), ParamKind::choice, ParamValue{std::move(dflt)}, 0, std::move(choices),
+          std::move(doc)};
+}
+
+inline TensorDesc f32(std::string name, Shape shape) { return {std::move(name), DType::f32, std::move(shape)}; }
+inline TensorDesc i32(std::string name, Shape shape) { return {std::move(name), DType::i32, std::move(shape)}; }
+
+inline Claim deterministic(std::string reason) {
+  return {Determinism::deterministic, ClaimSource::design, std::move(reason)};
+}
+inline Claim nondeterministic(std::string reason) {
+  return {Determinism::nondeterministic, ClaimSource::design, std::move(reason)};
+}
+
+// Claims every CPU family shares, so the wording is the same across the report.
+inline Claim serial_claim() { return deterministic("one thread adds in the reference order"); }
+inline Claim atomic_claim() {
+  return nondeterministic("float atomic adds from worker threads in scheduler order");
+}
+inline Claim replay_claim() {
+  return deterministic("stable bucketing by output replays the reference order per output");
+}
+inline Claim per_output_claim() {
+  return deterministic("each output is written by one task with the reference formula");
+}
+
+}  // namespace d9m::op

@@ -1,0 +1,62 @@
+#include "kernels/common/fill.h"
+#include "kernels/common/op_helpers.h"
+#include "kernels/conv/conv.h"
+
+namespace d9m::conv {
+namespace {
+
+std::vector<ParamSpec> conv_params() {
+  return {op::integer("n", "batch"), op::integer("h", "input height"), op::integer("w", "input width"),
+          op::integer("ci", "input channels"), op::integer("co", "output channels (filters)"),
+          op::integer("kh", "filter height"), op::integer("kw", "filter width"),
+          op::integer_or("stride_h", 1, "vertical stride"), op::integer_or("stride_w", 1, "horizontal stride"),
+          op::integer_or("dilation_h", 1, "vertical dilation"), op::integer_or("dilation_w", 1, "horizontal dilation"),
+          op::choice_or("padding", "SAME", {"VALID", "SAME"}, "TensorFlow padding")};
+}
+
+Geometry geometry(const Params& p) {
+  const auto& pad = p.choice("padding");
+  return {p.integer("n"), p.integer("ci"), p.integer("co"),
+          make_window(p.integer("h"), p.integer("kh"), p.integer("stride_h"), p.integer("dilation_h"), pad, "kh"),
+          make_window(p.integer("w"), p.integer("kw"), p.integer("stride_w"), p.integer("dilation_w"), pad, "kw")};
+}
+
+void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
+  for (auto& t : in) fill::floats(t, mode);
+}
+
+Shape input_shape(const Geometry& g) { return {g.n, g.y.in, g.x.in, g.ci}; }
+Shape filter_shape(const Geometry& g) { return {g.y.k, g.x.k, g.ci, g.co}; }
+Shape dy_shape(const Geometry& g) { return {g.n, g.y.out, g.x.out, g.co}; }
+
+}  // namespace
+
+D9M_REGISTER_OP(OpDef{
+    .name = "conv2d_bwd_data",
+    .family = "conv",
+    .summary = "Conv2DBackpropInput: gradient of a 2-D convolution w.r.t. its input (NHWC, HWIO)",
+    .params = conv_params(),
+    .tolerance = 1e-4,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("filter", filter_shape(g)), op::f32("out_backprop", dy_shape(g))},
+                     op::f32("output", input_shape(g)), g};
+    },
+    .fill = fill_floats,
+});
+
+D9M_REGISTER_OP(OpDef{
+    .name = "conv2d_bwd_filter",
+    .family = "conv",
+    .summary = "Conv2DBackpropFilter: gradient of a 2-D convolution w.r.t. its filter (NHWC, HWIO)",
+    .params = conv_params(),
+    .tolerance = 1e-4,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("input", input_shape(g)), op::f32("out_backprop", dy_shape(g))},
+                     op::f32("output", filter_shape(g)), g};
+    },
+    .fill = fill_floats,
+});
+
+}  // namespace d9m::conv

@@ -1,0 +1,43 @@
+// maxpool family, TensorFlow semantics, NHWC:
+//   maxpool2d_bwd = MaxPoolGrad(orig_input[N,H,W,C], orig_output[N,OH,OW,C], grad[N,OH,OW,C],
+//                               ksize, strides, padding) -> output[N,H,W,C]
+// Each window's gradient goes to the position of the window's maximum in orig_input: the first
+// maximum in scan order (kh, then kw), as TensorFlow's kernels compare with a strict '>'.
+// Padded positions never win. Overlapping windows (kernel > stride) add into shared positions;
+// the reference adds windows in increasing (n, oh, ow, c) order. orig_output is the forward max
+// pool of orig_input, generated so the arguments are consistent.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/window.h"
+
+namespace d9m::maxpool {
+
+struct Geometry {
+  std::int64_t n = 0, c = 0;
+  Window1d y, x;
+};
+
+// Flat NHWC index of the first maximum of the window at (n, oh, ow, c), or -1 if the window
+// lies entirely in padding (impossible with TensorFlow's padding, kept for safety).
+inline std::int64_t argmax(const Geometry& g, const float* in, std::int64_t n, std::int64_t oh,
+                           std::int64_t ow, std::int64_t c) {
+  std::int64_t best = -1;
+  float best_value = 0.0f;
+  for (std::int64_t kh = 0; kh < g.y.k; ++kh) {
+    const std::int64_t ih = oh * g.y.stride - g.y.pad_before + kh;
+    if (ih < 0 || ih >= g.y.in) continue;
+    for (std::int64_t kw = 0; kw < g.x.k; ++kw) {
+      const std::int64_t iw = ow * g.x.stride - g.x.pad_before + kw;
+      if (iw < 0 || iw >= g.x.in) continue;
+      const std::int64_t idx = ((n * g.y.in + ih) * g.x.in + iw) * g.c + c;
+      if (best < 0 || in[idx] > best_value) {
+        best = idx;
+        best_value = in[idx];
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace d9m::maxpool

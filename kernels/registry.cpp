@@ -1,0 +1,82 @@
+#include "kernels/registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace d9m {
+
+const ParamValue& Params::at(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw std::logic_error("parameter '" + name + "' was not validated");
+  return it->second;
+}
+std::int64_t Params::integer(const std::string& name) const { return std::get<std::int64_t>(at(name)); }
+bool Params::boolean(const std::string& name) const { return std::get<bool>(at(name)); }
+double Params::real(const std::string& name) const { return std::get<double>(at(name)); }
+const std::string& Params::choice(const std::string& name) const { return std::get<std::string>(at(name)); }
+
+std::string to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
+std::string to_string(Determinism d) {
+  switch (d) {
+    case Determinism::deterministic: return "deterministic";
+    case Determinism::nondeterministic: return "nondeterministic";
+    case Determinism::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string to_string(ClaimSource s) {
+  switch (s) {
+    case ClaimSource::design: return "design";
+    case ClaimSource::vendor_doc: return "vendor-doc";
+    case ClaimSource::vendor_api: return "vendor-api";
+  }
+  return "design";
+}
+
+Registry& Registry::global() {
+  static Registry registry;  // function-local: safe from static-initialisation order
+  return registry;
+}
+
+// A duplicate registration is a programming error that would make results ambiguous; it is
+// reported and the process stops before main, where every developer sees it at once.
+[[noreturn]] static void duplicate(const std::string& what) {
+  std::fprintf(stderr, "d9m: %s is registered twice\n", what.c_str());
+  std::abort();
+}
+
+bool Registry::add(OpDef op) {
+  if (find_op(op.name)) duplicate("op " + op.name);
+  ops_.push_back(std::move(op));
+  return true;
+}
+
+bool Registry::add(VariantDef v) {
+  if (find_variant(v.op, v.name)) duplicate("variant " + v.op + "/" + v.name);
+  variants_.push_back(std::move(v));
+  return true;
+}
+
+const OpDef* Registry::find_op(const std::string& name) const {
+  auto it = std::find_if(ops_.begin(), ops_.end(), [&](const OpDef& o) { return o.name == name; });
+  return it == ops_.end() ? nullptr : &*it;
+}
+
+const VariantDef* Registry::find_variant(const std::string& op, const std::string& name) const {
+  auto it = std::find_if(variants_.begin(), variants_.end(),
+                         [&](const VariantDef& v) { return v.op == op && v.name == name; });
+  return it == variants_.end() ? nullptr : &*it;
+}
+
+std::vector<const VariantDef*> Registry::variants_of(const std::string& op) const {
+  std::vector<const VariantDef*> out;
+  for (const auto& v : variants_)
+    if (v.op == op) out.push_back(&v);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  return out;
+}
+
+}  // namespace d9m

@@ -1,0 +1,168 @@
+// The one list of ops and variants. Each op family declares its ops and variants once, next to
+// their code, with D9M_REGISTER_OP / D9M_REGISTER_VARIANT; the CLI, the CTest suites and the
+// reports all read this registry. Registration runs at static-initialisation time and must do
+// nothing but append descriptors: no device call, no allocation of buffers.
+#pragma once
+#include <any>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernels/common/tensor.h"
+
+namespace d9m {
+
+class ThreadPool;
+
+// ---- op parameters ------------------------------------------------------------------------
+
+enum class ParamKind { integer, boolean, real, choice };
+
+using ParamValue = std::variant<std::int64_t, bool, double, std::string>;
+
+struct ParamSpec {
+  std::string name;
+  ParamKind kind = ParamKind::integer;
+  std::optional<ParamValue> default_value;  // absent: the parameter is required
+  std::int64_t min = 1;                     // integers: smallest accepted value
+  std::vector<std::string> choices;         // choice: accepted spellings
+  std::string doc;
+};
+
+// Parameters of one config after validation against the op's ParamSpecs: every spec has a
+// value of its kind.
+class Params {
+ public:
+  void set(std::string name, ParamValue v) { values_[std::move(name)] = std::move(v); }
+  std::int64_t integer(const std::string& name) const;
+  bool boolean(const std::string& name) const;
+  double real(const std::string& name) const;
+  const std::string& choice(const std::string& name) const;
+  const std::map<std::string, ParamValue>& values() const { return values_; }
+
+ private:
+  const ParamValue& at(const std::string& name) const;
+  std::map<std::string, ParamValue> values_;
+};
+
+// Thrown by OpDef::plan when parameters are individually valid but do not make a config
+// (e.g. a window larger than the padded input). `param` names the offending parameter.
+struct InvalidConfig : std::runtime_error {
+  InvalidConfig(std::string param_name, const std::string& what)
+      : std::runtime_error(what), param(std::move(param_name)) {}
+  std::string param;
+};
+
+// ---- ops ----------------------------------------------------------------------------------
+
+// An op instantiated on one config: its inputs in argument order, its output, and the
+// geometry the kernels need (`geometry`, a family-specific struct).
+struct Problem {
+  std::vector<TensorDesc> inputs;
+  TensorDesc output;
+  std::any geometry;
+
+  template <class G> const G& geom() const { return std::any_cast<const G&>(geometry); }
+};
+
+// How inputs are filled. `random` draws from the whole generator range; `exact` draws small
+// integers (and dyadic box coordinates) so every sum in every op is exact in float32, which
+// makes all variants agree bit for bit whatever their summation order.
+enum class FillMode { random, exact };
+
+// Host memory of one input being filled, with the generator stream reserved for it.
+struct FillTarget {
+  const TensorDesc& desc;
+  void* data;
+  std::uint64_t seed;
+  std::uint64_t stream;  // the argument's index
+};
+
+struct OpDef {
+  std::string name;
+  std::string family;
+  std::string summary;  // the semantics, one line
+  std::vector<ParamSpec> params;
+  double tolerance = 1e-5;  // |variant - serial| <= tolerance * (1 + max|serial|) on random inputs
+  std::function<Problem(const Params&)> plan;
+  // Fills every input (host memory). Inputs may depend on earlier ones (max-pool's orig_output).
+  std::function<void(const Problem&, FillMode, std::vector<FillTarget>&)> fill;
+};
+
+// ---- variants -----------------------------------------------------------------------------
+
+enum class Backend { cpu, cuda };
+enum class Determinism { deterministic, nondeterministic, unknown };
+enum class ClaimSource { design, vendor_doc, vendor_api };
+
+std::string to_string(Backend b);
+std::string to_string(Determinism d);
+std::string to_string(ClaimSource s);
+
+struct Claim {
+  Determinism determinism = Determinism::unknown;
+  ClaimSource source = ClaimSource::design;
+  std::string reason;
+};
+
+// What a variant is handed for one trial: pointers in its backend's memory.
+struct ExecContext {
+  ThreadPool* pool = nullptr;  // CPU worker threads
+  void* stream = nullptr;      // cudaStream_t for CUDA variants
+};
+
+struct KernelArgs {
+  const Problem& problem;
+  std::vector<const void*> inputs;  // in Problem::inputs order
+  void* output;
+  const ExecContext& exec;
+
+  template <class T> const T* in(std::size_t i) const { return static_cast<const T*>(inputs[i]); }
+  template <class T> T* out() const { return static_cast<T*>(output); }
+};
+
+struct VariantDef {
+  std::string op;
+  std::string name;  // "cpu.atomic", "cuda.ordered", "cudnn.algo1", ...
+  Backend backend = Backend::cpu;
+  Claim claim;
+  // Empty when the variant supports every config; otherwise returns why it does not.
+  std::function<std::optional<std::string>(const Problem&)> unsupported;
+  // Writes the whole output: initialising an accumulated output is part of the op.
+  std::function<void(const KernelArgs&)> run;
+};
+
+class Registry {
+ public:
+  static Registry& global();
+
+  bool add(OpDef op);
+  bool add(VariantDef variant);
+
+  const std::vector<OpDef>& ops() const { return ops_; }
+  const std::vector<VariantDef>& variants() const { return variants_; }
+  const OpDef* find_op(const std::string& name) const;
+  const VariantDef* find_variant(const std::string& op, const std::string& name) const;
+  std::vector<const VariantDef*> variants_of(const std::string& op) const;
+
+ private:
+  std::vector<OpDef> ops_;
+  std::vector<VariantDef> variants_;
+};
+
+}  // namespace d9m
+
+#define D9M_CONCAT_INNER(a, b) a##b
+#define D9M_CONCAT(a, b) D9M_CONCAT_INNER(a, b)
+// Registers at static-initialisation time. The kernels library is linked whole-archive so the
+// linker cannot drop a translation unit whose only job is to register.
+#define D9M_REGISTER_OP(...) \
+  static const bool D9M_CONCAT(d9m_registered_op_, __LINE__) = ::d9m::Registry::global().add(__VA_ARGS__)
+#define D9M_REGISTER_VARIANT(...) \
+  static const bool D9M_CONCAT(d9m_registered_variant_, __LINE__) = ::d9m::Registry::global().add(__VA_ARGS__)

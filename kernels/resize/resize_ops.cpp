@@ -1,0 +1,77 @@
+#include "kernels/common/fill.h"
+#include "kernels/common/op_helpers.h"
+#include "kernels/resize/resize.h"
+
+namespace d9m::resize {
+namespace {
+
+std::vector<ParamSpec> resize_params() {
+  return {op::integer("n", "batch"), op::integer("h", "original height"), op::integer("w", "original width"),
+          op::integer("c", "channels"), op::integer("out_h", "resized height"),
+          op::integer("out_w", "resized width"),
+          op::boolean_or("align_corners", false, "align the corner pixels of input and output"),
+          op::boolean_or("half_pixel_centers", true, "sample at pixel centres (TF2 default)")};
+}
+
+Geometry geometry(const Params& p) {
+  const bool ac = p.boolean("align_corners"), hp = p.boolean("half_pixel_centers");
+  if (ac && hp)
+    throw InvalidConfig("half_pixel_centers", "half_pixel_centers cannot be true with align_corners");
+  Geometry g{p.integer("n"), p.integer("c"), p.integer("h"), p.integer("w"), p.integer("out_h"),
+             p.integer("out_w"), {}, {}};
+  g.y = make_axis(g.h, g.oh, ac, hp);
+  g.x = make_axis(g.w, g.ow, ac, hp);
+  return g;
+}
+
+Shape small(const Geometry& g) { return {g.n, g.h, g.w, g.c}; }
+Shape large(const Geometry& g) { return {g.n, g.oh, g.ow, g.c}; }
+
+void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
+  for (auto& t : in) fill::floats(t, mode);
+}
+
+}  // namespace
+
+D9M_REGISTER_OP(OpDef{
+    .name = "resize_bilinear", .family = "resize",
+    .summary = "ResizeBilinear (NHWC, TF coordinate rules)",
+    .params = resize_params(), .tolerance = 0.0,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
+    },
+    .fill = fill_floats});
+
+D9M_REGISTER_OP(OpDef{
+    .name = "resize_bilinear_grad", .family = "resize",
+    .summary = "ResizeBilinearGrad: each grads element split over 4 pixels with the bilinear weights",
+    .params = resize_params(), .tolerance = 1e-5,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))},
+                     op::f32("output", small(g)), g};
+    },
+    .fill = fill_floats});
+
+D9M_REGISTER_OP(OpDef{
+    .name = "resize_nearest", .family = "resize",
+    .summary = "ResizeNearestNeighbor (NHWC, TF coordinate rules)",
+    .params = resize_params(), .tolerance = 0.0,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
+    },
+    .fill = fill_floats});
+
+D9M_REGISTER_OP(OpDef{
+    .name = "resize_nearest_grad", .family = "resize",
+    .summary = "ResizeNearestNeighborGrad: each grads element added to its nearest source pixel",
+    .params = resize_params(), .tolerance = 1e-5,
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      return Problem{{op::f32("grads", large(g))}, op::f32("output", small(g)), g};
+    },
+    .fill = fill_floats});
+
+}  // namespace d9m::resize
