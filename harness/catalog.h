@@ -1,0 +1,48 @@
+// The catalogue: which ops run on which configs. JSON, schema "d9m.catalog/1":
+//   {"schema": "d9m.catalog/1",
+//    "configs": [{"op": "bias_add_grad", "name": "small", "params": {...},
+//                 "seed": 1, "variants": ["cpu.*"]}, ...]}
+// `seed` (default 1) seeds the inputs; `variants` (default all) are globs over the op's variant
+// names. Every field is validated against the registry before anything runs: a bad catalogue
+// is a usage error (exit 2) naming the file and the line and column (syntax) or the field path.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/registry.h"
+
+namespace d9m {
+
+struct CatalogConfig {
+  const OpDef* op = nullptr;
+  std::string name;
+  Params params;
+  nlohmann::json params_json;  // with defaults filled in: the canonical parameters
+  std::uint64_t seed = 1;
+  std::vector<std::string> variant_globs;
+  Problem problem;
+  std::string config_id;  // stable id: SHA-256 of {op, params, seed}, 16 hex digits
+
+  bool selects(const VariantDef& v) const;
+};
+
+struct Catalog {
+  std::string source;  // file name, or "<default>"
+  std::string digest;  // SHA-256 of the canonical JSON
+  std::vector<CatalogConfig> configs;
+};
+
+// Largest input + output size of one config, refused before anything is allocated.
+inline constexpr double kMaxConfigBytes = 4.0 * 1024 * 1024 * 1024;
+
+Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry);
+Catalog load_catalog_file(const std::string& path, const Registry& registry);
+Catalog default_catalog(const Registry& registry);
+const std::string& default_catalog_text();
+
+bool glob_match(const std::string& pattern, const std::string& text);
+
+}  // namespace d9m

@@ -1,0 +1,223 @@
+// The d9m command line (DESIGN.md "CLI"). Exit codes: 0 every claim held, 1 a claim was broken
+// (or verify found a fault), 2 bad usage or bad input, 3 environment problem.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "harness/catalog.h"
+#include "harness/error.h"
+#include "harness/fingerprint.h"
+#include "harness/npy.h"
+#include "harness/report.h"
+#include "harness/runner.h"
+#include "harness/store.h"
+#include "harness/verify.h"
+
+namespace d9m {
+namespace {
+
+using nlohmann::json;
+
+Catalog load_catalog(const std::string& path) {
+  return path.empty() ? default_catalog(Registry::global()) : load_catalog_file(path, Registry::global());
+}
+
+std::string claim_text(const Claim& c) {
+  return to_string(c.determinism) + " (" + to_string(c.source) + "): " + c.reason;
+}
+
+int cmd_list(const std::string& catalog_path, const std::string& backend, const std::vector<std::string>& ops,
+             bool as_json, bool cases_only) {
+  const Catalog cat = load_catalog(catalog_path);
+  Selection sel;
+  sel.backend = backend;
+  sel.op_globs = ops;
+  const auto cases = plan_cases(cat, Registry::global(), sel);
+  if (cases_only) {  // one case per line, for CTest registration
+    for (const auto& c : cases)
+      std::cout << c.config->op->name << "/" << c.config->name << "/" << c.variant->name << " "
+                << to_string(c.variant->backend) << "\n";
+    return 0;
+  }
+  if (as_json) {
+    json out = {{"schema", "d9m.list/1"}, {"catalog", cat.source}, {"catalog_digest", cat.digest}, {"ops", json::array()}};
+    for (const auto& op : Registry::global().ops()) {
+      bool selected = false;
+      for (const auto& c : cases) selected |= c.config->op == &op;
+      if (!selected) continue;
+      json params = json::array();
+      for (const auto& p : op.params) params.push_back({{"name", p.name}, {"doc", p.doc}, {"required", !p.default_value}});
+      json variants = json::array();
+      for (const auto* v : Registry::global().variants_of(op.name))
+        variants.push_back({{"name", v->name}, {"backend", to_string(v->backend)},
+                            {"claim", {{"determinism", to_string(v->claim.determinism)}, {"source", to_string(v->claim.source)}, {"reason", v->claim.reason}}}});
+      json configs = json::array();
+      for (const auto& cc : cat.configs)
+        if (cc.op == &op) configs.push_back({{"name", cc.name}, {"config_id", cc.config_id}, {"params", cc.params_json}, {"seed", cc.seed}});
+      out["ops"].push_back({{"name", op.name}, {"family", op.family}, {"summary", op.summary}, {"params", params},
+                            {"variants", variants}, {"configs", configs}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("# catalogue %s (sha256 %.12s), %zu cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size());
+  std::string last_op;
+  for (const auto& op : Registry::global().ops()) {
+    std::vector<std::string> configs;
+    for (const auto& cc : cat.configs)
+      if (cc.op == &op) configs.push_back(cc.name);
+    bool selected = false;
+    for (const auto& c : cases) selected |= c.config->op == &op;
+    if (!selected) continue;
+    std::printf("\n%s  [%s]  %s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str());
+    for (const auto& c : configs) std::printf(" %s", c.c_str());
+    std::printf("\n");
+    for (const auto* v : Registry::global().variants_of(op.name))
+      std::printf("  %-22s %-5s %s\n", v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());
+  }
+  return 0;
+}
+
+int cmd_fingerprint(bool as_json) {
+  const GpuProbe gpus = probe_gpus();
+  const Fingerprint fp = collect_fingerprint(gpus);
+  if (as_json) {
+    std::cout << json({{"id", fp.id}, {"fingerprint", fp.json}, {"gpu_status", gpus.status}, {"host", host_name()},
+                       {"gpu_uuids", gpus.uuids}}).dump(2)
+              << "\n";
+  } else {
+    std::cout << "fingerprint " << fp.id << "\n" << fp.json.dump(2) << "\n";
+    std::cout << "gpu: " << gpus.status << "\n";
+  }
+  return 0;
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  write_file_atomically(path, text);
+}
+
+std::string render(const ReportData& data, const std::string& format) {
+  if (format == "md") return render_markdown(data);
+  if (format == "json") return render_json(data);
+  fail_usage("--format must be md or json, got '" + format + "' (html, junit and csv are planned)");
+}
+
+extern "C" void on_signal(int) { request_stop(); }
+
+}  // namespace
+
+int main_impl(int argc, char** argv) {
+  CLI::App app{"d9m: audits and certifies the determinism of deep-learning ops"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", d9m_version() + " (" + d9m_commit() + ")");
+
+  std::string catalog_path, backend = "all", db = "d9m.sqlite", format = "md", output, run_id, save_dir;
+  std::vector<std::string> ops, variants, configs;
+  bool as_json = false, cases_only = false, quiet = false;
+  std::int64_t trials = 20;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+
+  auto* list = app.add_subcommand("list", "the catalogue as built: ops, variants, claims, configs");
+  list->add_option("--backend", backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  list->add_option("--op", ops, "only ops matching these globs");
+  list->add_option("--catalog", catalog_path, "catalogue JSON replacing the built-in one");
+  list->add_flag("--json", as_json, "machine-readable");
+  list->add_flag("--cases", cases_only, "one case per line: op/config/variant backend");
+
+  auto* fpc = app.add_subcommand("fingerprint", "the stack fingerprint of this machine");
+  fpc->add_flag("--json", as_json, "machine-readable");
+
+  auto* run = app.add_subcommand("run", "run the audit and store the evidence");
+  run->add_option("-n,--trials", trials, "trials per case (at least 2)")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 30));
+  run->add_option("--backend", backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  run->add_option("--op", ops, "only ops matching these globs");
+  run->add_option("--variant", variants, "only variants matching these globs");
+  run->add_option("--config", configs, "only configs matching these globs");
+  run->add_option("--threads", threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
+  run->add_option("--db", db, "store file");
+  run->add_option("--catalog", catalog_path, "catalogue JSON replacing the built-in one");
+  run->add_option("--save-outputs", save_dir, "write inputs and first outputs as .npy under this folder");
+  run->add_flag("-q,--quiet", quiet, "print no status table at the end");
+
+  auto* report = app.add_subcommand("report", "render the evidence in a store");
+  report->add_option("--db", db, "store file");
+  report->add_option("--format", format, "md or json");
+  report->add_option("-o,--output", output, "file to write (default: standard output)");
+  report->add_option("--run", run_id, "only this run");
+
+  auto* verify = app.add_subcommand("verify", "integrity and consistency of a store");
+  verify->add_option("--db", db, "store file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  if (*list) return cmd_list(catalog_path, backend, ops, as_json, cases_only);
+  if (*fpc) return cmd_fingerprint(as_json);
+  if (*run) {
+    const Catalog cat = load_catalog(catalog_path);
+    const Selection sel{backend, ops, variants, configs};
+    const auto cases = plan_cases(cat, Registry::global(), sel);
+    Store store = Store::open(db, Store::Mode::read_write);
+    RunOptions opt;
+    opt.trials = trials;
+    opt.threads = threads;
+    opt.progress = isatty(STDERR_FILENO) != 0;
+    if (!save_dir.empty()) opt.save_outputs = save_dir;
+    opt.arguments_json = json(std::vector<std::string>(argv, argv + argc)).dump();
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const RunSummary s = run_audit(cat, cases, store, opt);
+    if (!quiet) std::cout << render_markdown(load_report_data(store, s.run_id));
+    std::fprintf(stderr, "d9m: run %s: %lld cases into %s\n", s.run_id.c_str(), static_cast<long long>(s.cases), db.c_str());
+    if (s.interrupted) {
+      std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store\n");
+      return 130;
+    }
+    for (const auto& b : s.broken_claims) std::fprintf(stderr, "d9m: claim broken: %s\n", b.c_str());
+    return s.broken_claims.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  if (*report) {
+    const Store store = Store::open(db, Store::Mode::read_only);
+    const ReportData data = load_report_data(store, run_id.empty() ? std::nullopt : std::optional(run_id));
+    if (!run_id.empty() && data.runs == 0) fail_usage("--run " + run_id + ": no such run in " + db);
+    write_output(output, render(data, format));
+    return verdict_of(data).held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  if (*verify) {
+    const Store store = Store::open(db, Store::Mode::read_only);
+    const VerifyReport v = verify_store(store);
+    for (const auto& n : v.notes) std::printf("note: %s\n", n.c_str());
+    for (const auto& p : v.problems) std::printf("FAULT: %s\n", p.c_str());
+    std::printf("%s: %s (%lld runs, %lld cases, %lld trials checked)\n", db.c_str(),
+                v.problems.empty() ? "OK" : "FAULTS FOUND", static_cast<long long>(v.runs),
+                static_cast<long long>(v.cases), static_cast<long long>(v.trials));
+    return v.problems.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  return static_cast<int>(ExitCode::usage);
+}
+
+}  // namespace d9m
+
+int main(int argc, char** argv) {
+  try {
+    return d9m::main_impl(argc, argv);
+  } catch (const d9m::Error& e) {
+    std::fprintf(stderr, "d9m: %s\n", e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "d9m: internal error: %s\n", e.what());
+    return static_cast<int>(d9m::ExitCode::environment);
+  }
+}

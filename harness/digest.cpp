@@ -1,0 +1,69 @@
+#include "harness/digest.h"
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/common/thread_pool.h"
+
+namespace d9m {
+
+std::string Digest128::hex() const {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(high),
+                static_cast<unsigned long long>(low));
+  return buf;
+}
+
+namespace {
+
+// Leaves per parallel task: 256 leaves = 1 MiB, enough to amortise the hand-off.
+constexpr std::size_t kLeavesPerTask = 256;
+
+void store_le64(unsigned char* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+}  // namespace
+
+Digest128 digest_v1(const void* data, std::size_t bytes, ThreadPool* pool) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const std::size_t leaves = (bytes + kDigestLeafBytes - 1) / kDigestLeafBytes;
+  std::vector<unsigned char> leaf_bytes(leaves * 8);
+  auto hash_leaves = [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const std::size_t off = i * kDigestLeafBytes;
+      const std::size_t len = std::min(kDigestLeafBytes, bytes - off);
+      store_le64(&leaf_bytes[i * 8], XXH3_64bits(p + off, len));
+    }
+  };
+  const std::size_t tasks = (leaves + kLeavesPerTask - 1) / kLeavesPerTask;
+  if (pool && tasks > 1) {
+    pool->parallel_for(tasks, [&](std::size_t t) {
+      hash_leaves(t * kLeavesPerTask, std::min(leaves, (t + 1) * kLeavesPerTask));
+    });
+  } else {
+    hash_leaves(0, leaves);
+  }
+  const XXH128_hash_t h = XXH3_128bits(leaf_bytes.data(), leaf_bytes.size());
+  return {h.high64, h.low64};
+}
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("OpenSSL SHA-256 failed");
+  std::string out;
+  char hex[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(hex, sizeof hex, "%02x", md[i]);
+    out += hex;
+  }
+  return out;
+}
+
+}  // namespace d9m

@@ -1,0 +1,10 @@
+// Text compiled into the binary (generated from files by cmake/EmbedText.cmake).
+#pragma once
+#include <string>
+
+namespace d9m::embedded {
+
+const std::string& default_catalog_json();  // suites/catalog/default.json
+const std::string& store_schema_sql();      // harness/store_schema.sql
+
+}  // namespace d9m::embedded

@@ -1,0 +1,283 @@
+#include "harness/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/fingerprint.h"
+
+namespace d9m {
+
+using nlohmann::json;
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string duration(std::optional<std::int64_t> ns) {
+  if (!ns) return "-";
+  const double v = static_cast<double>(*ns);
+  if (v < 1e3) return fmt("%.0f ns", v);
+  if (v < 1e6) return fmt("%.1f us", v / 1e3);
+  if (v < 1e9) return fmt("%.2f ms", v / 1e6);
+  return fmt("%.2f s", v / 1e9);
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+template <class T> std::string join_num(const std::vector<T>& v) {
+  std::vector<std::string> s;
+  for (auto x : v) s.push_back(std::to_string(x));
+  return join(s, ", ");
+}
+
+// Markdown table cells must not break the table.
+std::string cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string short_claim(const std::string& determinism, const std::string& source) {
+  const std::string d = determinism == "deterministic" ? "D" : determinism == "nondeterministic" ? "ND" : "?";
+  return d + " (" + source + ")";
+}
+
+// One cell of the status table: the worst over the configs of one op and variant on one stack.
+std::string status_cell(const std::vector<const CaseResult*>& rs) {
+  if (rs.empty()) return "-";
+  bool any_error = false, any_d = false, any_u = false, broken = false;
+  const CaseResult* worst_nd = nullptr;
+  for (const auto* r : rs) {
+    any_error |= r->status == Status::error;
+    any_d |= r->status == Status::deterministic;
+    any_u |= r->status == Status::unsupported;
+    broken |= r->claim_broken();
+    if (r->status == Status::nondeterministic && (!worst_nd || r->distinct > worst_nd->distinct)) worst_nd = r;
+  }
+  std::string c;
+  if (any_error) c = "E";
+  else if (worst_nd) c = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
+  else if (any_d) c = "D";
+  else if (any_u) c = "U";
+  else c = "-";
+  return broken ? "**" + c + "** (claim broken)" : c;
+}
+
+struct Solution {
+  std::string variant, reason, against;
+  std::vector<double> ratios;
+  double geomean() const {
+    double s = 0;
+    for (double r : ratios) s += std::log(r);
+    return std::exp(s / static_cast<double>(ratios.size()));
+  }
+};
+
+}  // namespace
+
+Verdict verdict_of(const ReportData& data) {
+  Verdict v;
+  for (const auto& r : data.results) {
+    ++v.cases;
+    ++v.by_status[static_cast<int>(r.status)];
+    if (r.claim_broken())
+      v.broken.push_back(r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label + ": " +
+                         std::to_string(r.distinct) + " distinct digests in " + std::to_string(r.trials) + " trials");
+  }
+  return v;
+}
+
+std::string render_markdown(const ReportData& data) {
+  std::ostringstream o;
+  const Verdict verdict = verdict_of(data);
+  const std::int64_t n_min = data.trials_per_case.empty() ? 0 : data.trials_per_case.front();
+
+  o << "# d9m determinism status\n\n```\n";
+  o << "# d9m " << d9m_version() << " (" << d9m_commit() << "), report generated " << data.generated_at << "\n";
+  o << "# store: " << data.store_path << "   runs: " << data.runs << " (" << data.interrupted_runs << " interrupted)   stacks: "
+    << data.stacks.size() << "\n";
+  o << "# trials per case: " << join_num(data.trials_per_case) << "   threads: " << join_num(data.threads)
+    << "   d9m versions: " << join(data.d9m_versions, ", ") << "\n";
+  o << "# catalogue sha256: " << join(data.catalog_digests, ", ") << "\n";
+  if (n_min >= 2)
+    o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
+      << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << fmt("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))
+      << " at N=" << n_min << ")\n";
+  o << "```\n\n";
+
+  o << "## Stacks\n\n| stack | fingerprint | runs | hosts | stack contents |\n|---|---|---|---|---|\n";
+  for (const auto& s : data.stacks)
+    o << "| " << s.label << " | `" << s.id.substr(0, 12) << "` | " << s.runs << " | " << cell(join(s.hosts, ", ")) << " | "
+      << cell(s.summary()) << " |\n";
+
+  // Rows: op and variant; columns: stacks.
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<const CaseResult*>>> table;
+  std::map<std::pair<std::string, std::string>, const CaseResult*> any_of;
+  for (const auto& r : data.results) {
+    table[{r.op, r.variant}][r.stack].push_back(&r);
+    any_of[{r.op, r.variant}] = &r;
+  }
+  // Solutions per op: the deterministic variant most often fastest, with its measured cost.
+  std::map<std::string, Solution> solutions;
+  {
+    std::map<std::string, std::map<std::string, int>> votes;
+    const auto costs = determinism_costs(data);
+    for (const auto& c : costs) ++votes[c.op][c.solution];
+    for (const auto& [op, vs] : votes) {
+      const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
+      Solution s;
+      s.variant = best->first;
+      for (const auto& c : costs)
+        if (c.op == op && c.solution == s.variant) {
+          s.ratios.push_back(c.ratio);
+          s.against = c.against;
+        }
+      for (const auto& r : data.results)
+        if (r.op == op && r.variant == s.variant) s.reason = r.claim_reason;
+      solutions[op] = s;
+    }
+  }
+  std::map<std::string, std::string> keys;  // op -> key letter
+  for (const auto& [op, s] : solutions) keys[op] = std::string(1, static_cast<char>('a' + keys.size() % 26));
+
+  o << "\n## Status by source\n\n| source | variant | claim |";
+  for (const auto& s : data.stacks) o << " " << s.label << " |";
+  o << " solution |\n|---|---|---|";
+  for (std::size_t i = 0; i < data.stacks.size(); ++i) o << "---|";
+  o << "---|\n";
+  for (const auto& [key, per_stack] : table) {
+    const CaseResult* r = any_of[key];
+    o << "| " << key.first << " | " << key.second << " | " << short_claim(r->claim_determinism, r->claim_source) << " |";
+    for (const auto& s : data.stacks) {
+      auto it = per_stack.find(s.id);
+      o << " " << status_cell(it == per_stack.end() ? std::vector<const CaseResult*>{} : it->second) << " |";
+    }
+    std::string sol;
+    if (r->claim_determinism == "nondeterministic") {
+      auto it = solutions.find(key.first);
+      sol = it == solutions.end() ? "none measured"
+                                  : "use " + it->second.variant + ", " + fmt("%.2fx", it->second.geomean()) + " [" + keys[key.first] + "]";
+    }
+    o << " " << sol << " |\n";
+  }
+
+  o << "\nKey: `D` one output digest in every trial of every config; `ND k/N` k distinct digests in N trials "
+       "(worst config); `E` error; `U` the variant does not support the config; `-` not run (or skipped) on that "
+       "stack. Claim: what the variant is expected to be and who says so (design, vendor-doc, vendor-api).\n\n";
+  for (const auto& [op, s] : solutions) {
+    const auto [lo, hi] = std::minmax_element(s.ratios.begin(), s.ratios.end());
+    o << "- [" << keys[op] << "] **" << op << "**: " << s.variant << " (" << s.reason << "). Cost: median time of "
+      << s.variant << " over the median of the fastest nondeterministic variant (" << s.against << "), geometric mean "
+      << fmt("%.2fx", s.geomean()) << " over " << s.ratios.size() << " config-stack pairs, range "
+      << fmt("%.2fx", *lo) << "-" << fmt("%.2fx", *hi) << ".\n";
+  }
+
+  o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : data.results) {
+    std::string diff = "-";
+    if (r.worst_diff)
+      diff = std::to_string(r.worst_diff->count) + " elems, " + std::to_string(r.worst_diff->max_ulp) + " ULP, " +
+             fmt("%.3g", r.worst_diff->max_abs) + " abs";
+    const std::string st = to_string(r.status) + (r.detail.empty() ? "" : " (" + r.detail + ")");
+    o << "| " << r.op << " | " << cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+      << cell(st) << " | " << r.trials << " | " << r.distinct << " | "
+      << (r.status == Status::deterministic ? fmt("< %.3g", r.bound95()) : "-") << " | " << duration(r.median_ns)
+      << " | " << duration(r.min_ns) << " | " << diff << " |\n";
+  }
+
+  o << "\n## Verdict\n\n```\n";
+  o << "# cases: " << verdict.cases << "   DETERMINISTIC " << verdict.by_status[0] << "   NONDETERMINISTIC "
+    << verdict.by_status[1] << "   ERROR " << verdict.by_status[2] << "   UNSUPPORTED " << verdict.by_status[3]
+    << "   SKIPPED " << verdict.by_status[4] << "\n";
+  std::map<std::string, std::pair<int, int>> by_variant;  // nondeterministic-claimed: ND seen / run
+  for (const auto& r : data.results)
+    if (r.claim_determinism == "nondeterministic" && (r.status == Status::deterministic || r.status == Status::nondeterministic)) {
+      auto& [nd, total] = by_variant[r.variant];
+      nd += r.status == Status::nondeterministic;
+      ++total;
+    }
+  for (const auto& [v, c] : by_variant)
+    o << "# " << v << " (claimed nondeterministic) diverged in " << c.first << " of " << c.second << " cases\n";
+  if (verdict.held()) {
+    o << "# Claims held: every variant claimed deterministic gave one digest in all its trials.\n";
+  } else {
+    o << "# CLAIMS BROKEN: " << verdict.broken.size() << " case(s) claimed deterministic diverged:\n";
+    for (const auto& b : verdict.broken) o << "#   " << b << "\n";
+  }
+  if (verdict.by_status[2]) o << "# " << verdict.by_status[2] << " case(s) ended in ERROR: see the Cases table.\n";
+  o << "```\n";
+  return o.str();
+}
+
+std::string render_json(const ReportData& data) {
+  const Verdict verdict = verdict_of(data);
+  json stacks = json::array();
+  for (const auto& s : data.stacks)
+    stacks.push_back({{"id", s.id}, {"label", s.label}, {"runs", s.runs}, {"hosts", s.hosts}, {"fingerprint", s.fingerprint}});
+  json results = json::array();
+  for (const auto& r : data.results) {
+    json j = {{"op", r.op},
+              {"variant", r.variant},
+              {"backend", r.backend},
+              {"config", r.config},
+              {"config_id", r.config_id},
+              {"params", json::parse(r.params, nullptr, false)},
+              {"stack", r.stack},
+              {"case_id", r.case_id},
+              {"input_digest", r.input_digest},
+              {"output", {{"dtype", r.output_dtype}, {"shape", r.output_shape}}},
+              {"status", to_string(r.status)},
+              {"detail", r.detail},
+              {"runs", r.runs},
+              {"trials", r.trials},
+              {"distinct", r.distinct},
+              {"digest", r.digest},
+              {"claim", {{"determinism", r.claim_determinism}, {"source", r.claim_source}, {"reason", r.claim_reason}}},
+              {"claim_broken", r.claim_broken()},
+              {"bound95", r.status == Status::deterministic ? json(r.bound95()) : json(nullptr)},
+              {"median_ns", r.median_ns ? json(*r.median_ns) : json(nullptr)},
+              {"min_ns", r.min_ns ? json(*r.min_ns) : json(nullptr)}};
+    if (r.worst_diff)
+      j["worst_diff"] = {{"count", r.worst_diff->count}, {"max_abs", r.worst_diff->max_abs},
+                         {"max_ulp", r.worst_diff->max_ulp}, {"first_index", r.worst_diff->first_index}};
+    results.push_back(std::move(j));
+  }
+  json costs = json::array();
+  for (const auto& c : determinism_costs(data))
+    costs.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"solution", c.solution},
+                     {"against", c.against}, {"ratio", c.ratio}});
+  json counts = json::object();
+  for (int i = 0; i < 5; ++i) counts[to_string(static_cast<Status>(i))] = verdict.by_status[i];
+  const json report = {{"schema", "d9m.report/1"},
+                       {"generator", {{"name", "d9m"}, {"version", d9m_version()}, {"commit", d9m_commit()}}},
+                       {"generated_at", data.generated_at},
+                       {"store", data.store_path},
+                       {"runs", data.runs},
+                       {"interrupted_runs", data.interrupted_runs},
+                       {"trials_per_case", data.trials_per_case},
+                       {"catalog_digests", data.catalog_digests},
+                       {"stacks", stacks},
+                       {"results", results},
+                       {"costs", costs},
+                       {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"counts", counts}}}};
+  return report.dump(2) + "\n";
+}
+
+}  // namespace d9m

@@ -1,0 +1,250 @@
+#include "harness/runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "harness/error.h"
+#include "harness/executor.h"
+#include "harness/fingerprint.h"
+#include "harness/inputs.h"
+#include "harness/npy.h"
+
+namespace d9m {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+bool backend_selected(const std::string& sel, Backend b) { return sel == "all" || sel == to_string(b); }
+
+bool any_glob(const std::vector<std::string>& globs, const std::string& s) {
+  if (globs.empty()) return true;
+  for (const auto& g : globs)
+    if (glob_match(g, s)) return true;
+  return false;
+}
+
+std::string join_names(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Progress on a terminal: one line rewritten in place, at most ten times a second.
+class Progress {
+ public:
+  Progress(bool on, std::int64_t cases) : on_(on), cases_(cases), start_(Clock::now()) {}
+
+  void show(std::int64_t index, const std::string& label, std::int64_t trial, std::int64_t trials) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    if (trial != 0 && trial != trials && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double done = static_cast<double>(index) + (trials ? static_cast<double>(trial) / static_cast<double>(trials) : 0);
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    std::string eta = "--";
+    if (done > 0.05) {
+      const auto left = static_cast<long>(elapsed / done * (static_cast<double>(cases_) - done));
+      eta = std::to_string(left / 60) + "m" + (left % 60 < 10 ? "0" : "") + std::to_string(left % 60) + "s";
+    }
+    std::fprintf(stderr, "\r\033[K[%lld/%lld] %s  trial %lld/%lld  ETA %s", static_cast<long long>(index + 1),
+                 static_cast<long long>(cases_), label.c_str(), static_cast<long long>(trial),
+                 static_cast<long long>(trials), eta.c_str());
+    std::fflush(stderr);
+  }
+  void done() {
+    if (on_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  std::int64_t cases_;
+  Clock::time_point start_, last_{};
+};
+
+struct PreparedConfig {
+  std::vector<HostTensor> inputs;
+  std::string input_digest;
+};
+
+void save_config(const std::string& dir, const CatalogConfig& cc, const PreparedConfig& prep) {
+  const std::string base = dir + "/" + cc.op->name + "/" + cc.name;
+  make_dirs(base + "/inputs");
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& t : prep.inputs) {
+    write_npy(base + "/inputs/" + t.desc().name + ".npy", t.desc(), t.data());
+    inputs.push_back({{"name", t.desc().name}, {"dtype", dtype_name(t.desc().dtype)}, {"shape", t.desc().shape}});
+  }
+  const nlohmann::json j = {{"op", cc.op->name},   {"config", cc.name},        {"config_id", cc.config_id},
+                            {"params", cc.params_json}, {"seed", cc.seed},     {"input_digest", prep.input_digest},
+                            {"inputs", inputs},
+                            {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
+                                        {"shape", cc.problem.output.shape}}}};
+  write_file_atomically(base + "/config.json", j.dump(2) + "\n");
+}
+
+}  // namespace
+
+void request_stop() { g_stop.store(true); }
+
+std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel) {
+  std::vector<std::string> ops, variants, configs;
+  for (const auto& cc : cat.configs) {
+    ops.push_back(cc.op->name);
+    configs.push_back(cc.name);
+    for (const auto* v : reg.variants_of(cc.op->name)) variants.push_back(v->name);
+  }
+  auto check = [](const std::vector<std::string>& globs, const std::vector<std::string>& names, const char* what) {
+    for (const auto& g : globs) {
+      if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return glob_match(g, n); }))
+        fail_usage(std::string("--") + what + " '" + g + "' matches no " + what + " in the catalogue (known: " +
+                   join_names(names) + ")");
+    }
+  };
+  check(sel.op_globs, ops, "op");
+  check(sel.variant_globs, variants, "variant");
+  check(sel.config_globs, configs, "config");
+  if (sel.backend != "all" && sel.backend != "cpu" && sel.backend != "cuda")
+    fail_usage("--backend must be cpu, cuda or all, got '" + sel.backend + "'");
+
+  std::vector<PlannedCase> out;
+  for (const auto& cc : cat.configs) {
+    if (!any_glob(sel.op_globs, cc.op->name) || !any_glob(sel.config_globs, cc.name)) continue;
+    for (const auto* v : reg.variants_of(cc.op->name))
+      if (backend_selected(sel.backend, v->backend) && any_glob(sel.variant_globs, v->name) && cc.selects(*v))
+        out.push_back({&cc, v});
+  }
+  if (out.empty())
+    fail_usage("the selection matches no case (backend " + sel.backend + "; this build has variants for: " +
+               join_names([&] {
+                 std::vector<std::string> b;
+                 for (const auto& v : reg.variants()) b.push_back(to_string(v.backend));
+                 return b;
+               }()) + ")");
+  return out;
+}
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store, const RunOptions& opt) {
+  if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
+  if (opt.save_outputs) make_dirs(*opt.save_outputs);
+
+  const GpuProbe gpus = probe_gpus();
+  const Fingerprint fp = collect_fingerprint(gpus);
+  RunInfo info;
+  info.id = random_run_id();
+  info.started_at = utc_now();
+  info.host = host_name();
+  info.gpu_uuids = nlohmann::json(gpus.uuids).dump();
+  info.arguments = opt.arguments_json;
+  info.catalog_digest = cat.digest;
+  info.trials_per_case = opt.trials;
+  info.threads = opt.threads;
+
+  RunSummary summary;
+  summary.run_id = store.begin_run(fp, info);
+  summary.fingerprint_id = fp.id;
+
+  std::map<Backend, std::unique_ptr<Executor>> executors;
+  executors[Backend::cpu] = make_cpu_executor(opt.threads);
+  executors[Backend::cuda] = make_cuda_executor();
+
+  Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
+  std::map<const CatalogConfig*, PreparedConfig> prepared;  // inputs are made once per config
+  std::int64_t index = 0;
+  for (const auto& pc : cases) {
+    if (g_stop.load()) break;
+    const CatalogConfig& cc = *pc.config;
+    const VariantDef& v = *pc.variant;
+    const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
+    progress.show(index, label, 0, opt.trials);
+
+    auto [it, fresh] = prepared.try_emplace(&cc);
+    if (fresh) {
+      it->second.inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+      it->second.input_digest = input_digest(it->second.inputs);
+      if (opt.save_outputs) save_config(*opt.save_outputs, cc, it->second);
+    }
+    const PreparedConfig& prep = it->second;
+
+    CaseRecord rec;
+    rec.op = cc.op->name;
+    rec.variant = v.name;
+    rec.backend = to_string(v.backend);
+    rec.config = cc.name;
+    rec.config_id = cc.config_id;
+    rec.params = cc.params_json.dump();
+    rec.seed = cc.seed;
+    rec.input_digest = prep.input_digest;
+    rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
+    rec.output_shape = shape_string(cc.problem.output.shape);
+    rec.id = Store::case_id(rec);
+
+    CaseRunRecord cr;
+    cr.claim_determinism = to_string(v.claim.determinism);
+    cr.claim_source = to_string(v.claim.source);
+    cr.claim_reason = v.claim.reason;
+    std::vector<TrialRecord> trials;
+
+    Executor& ex = *executors.at(v.backend);
+    if (auto why = ex.unavailable()) {
+      cr.status = Status::skipped;
+      cr.detail = *why;
+    } else if (auto unsupported = v.unsupported ? v.unsupported(cc.problem) : std::nullopt) {
+      cr.status = Status::unsupported;
+      cr.detail = *unsupported;
+    } else {
+      try {
+        CaseOutcome out = ex.run(v, cc.problem, prep.inputs, opt.trials, opt.save_outputs.has_value(),
+                                 [&](std::int64_t done, std::int64_t total) {
+                                   progress.show(index, label, done, total);
+                                   return !g_stop.load();
+                                 });
+        if (g_stop.load()) break;  // a case cut short is not evidence: it is not stored
+        std::vector<std::string> digests;
+        std::vector<std::int64_t> times;
+        for (std::size_t t = 0; t < out.trials.size(); ++t) {
+          const auto& r = out.trials[t];
+          trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
+          digests.push_back(r.digest);
+          times.push_back(r.elapsed_ns);
+        }
+        std::sort(digests.begin(), digests.end());
+        cr.distinct = std::unique(digests.begin(), digests.end()) - digests.begin();
+        cr.trials = static_cast<std::int64_t>(trials.size());
+        std::sort(times.begin(), times.end());
+        cr.min_ns = times.front();
+        cr.median_ns = times.size() % 2 ? times[times.size() / 2]
+                                        : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+        cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
+        if (opt.save_outputs && out.first_output)
+          write_npy(*opt.save_outputs + "/" + cc.op->name + "/" + cc.name + "/" + v.name + ".npy",
+                    cc.problem.output, out.first_output->data());
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        cr.status = Status::error;
+        cr.detail = e.what();
+        trials.clear();
+      }
+    }
+    store.put_case(summary.run_id, rec, cr, trials);
+    ++summary.cases;
+    ++summary.by_status[static_cast<int>(cr.status)];
+    if (cr.status == Status::nondeterministic && v.claim.determinism == Determinism::deterministic)
+      summary.broken_claims.push_back(label + ": " + std::to_string(cr.distinct) + " distinct digests in " +
+                                      std::to_string(cr.trials) + " trials");
+    ++index;
+  }
+  progress.done();
+  summary.interrupted = g_stop.load();
+  store.finish_run(summary.run_id, summary.interrupted ? "interrupted" : "complete");
+  return summary;
+}
+
+}  // namespace d9m

@@ -1,0 +1,51 @@
+// The audit: every selected case of the catalogue, N trials each, into the store.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/catalog.h"
+#include "harness/store.h"
+
+namespace d9m {
+
+struct Selection {
+  std::string backend = "all";             // cpu | cuda | all
+  std::vector<std::string> op_globs;       // empty: every op
+  std::vector<std::string> variant_globs;  // empty: every variant
+  std::vector<std::string> config_globs;   // empty: every config
+};
+
+struct PlannedCase {
+  const CatalogConfig* config;
+  const VariantDef* variant;
+};
+
+// The cases a selection picks, in catalogue order. A glob that matches nothing is a usage
+// error that lists what exists, so a typo never silently audits nothing.
+std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel);
+
+struct RunOptions {
+  std::int64_t trials = 20;
+  unsigned threads = 1;
+  std::optional<std::string> save_outputs;  // folder for .npy inputs and outputs
+  bool progress = false;                    // case and trial progress on stderr
+  std::string arguments_json = "[]";
+};
+
+struct RunSummary {
+  std::string run_id, fingerprint_id;
+  std::int64_t cases = 0;
+  std::int64_t by_status[5] = {};          // indexed by Status
+  std::vector<std::string> broken_claims;  // "op/config/variant: k distinct digests in N trials"
+  bool interrupted = false;
+};
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store,
+                     const RunOptions& opt);
+
+// Set from a signal handler: the run stops after the current trial and is marked interrupted.
+void request_stop();
+
+}  // namespace d9m

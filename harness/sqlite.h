@@ -1,0 +1,67 @@
+// A thin RAII layer over SQLite: statements with typed binds, transactions that roll back unless
+// committed, and errors that carry the call, the SQL and SQLite's message.
+#pragma once
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace d9m::sql {
+
+struct Error : std::runtime_error {
+  Error(int extended_code, const std::string& what) : std::runtime_error(what), code(extended_code) {}
+  int code;  // extended result code
+};
+
+class Db;
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, std::int64_t v);
+  Statement& bind(int i, int v) { return bind(i, static_cast<std::int64_t>(v)); }
+  Statement& bind(int i, double v);
+  Statement& bind(int i, const std::string& v);
+  Statement& bind_null(int i);
+  template <class T> Statement& bind(int i, const std::optional<T>& v) {
+    return v ? bind(i, *v) : bind_null(i);
+  }
+
+  bool step();  // true while a row is available
+  void run();   // step to completion and reset for reuse
+  void reset();
+
+  std::int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const;
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string sql_;
+};
+
+// Executes SQL without results; throws sql::Error naming the statement.
+void exec(sqlite3* db, const std::string& sql);
+
+// BEGIN IMMEDIATE (takes the write lock up front, so the busy timeout applies at the start and
+// never midway); rolls back in the destructor unless commit() was called.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db);
+  ~Transaction();
+  void commit();
+
+ private:
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+}  // namespace d9m::sql

@@ -1,0 +1,240 @@
+#include "harness/store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/digest.h"
+#include "harness/embedded.h"
+#include "harness/error.h"
+#include "harness/sqlite.h"
+
+namespace d9m {
+
+std::string to_string(Status s) {
+  switch (s) {
+    case Status::deterministic: return "DETERMINISTIC";
+    case Status::nondeterministic: return "NONDETERMINISTIC";
+    case Status::error: return "ERROR";
+    case Status::unsupported: return "UNSUPPORTED";
+    case Status::skipped: return "SKIPPED";
+  }
+  return "ERROR";
+}
+
+Status status_from_string(const std::string& s) {
+  for (Status st : {Status::deterministic, Status::nondeterministic, Status::error, Status::unsupported, Status::skipped})
+    if (to_string(st) == s) return st;
+  throw std::invalid_argument("unknown status " + s);
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string random_run_id() {
+  unsigned char bytes[16] = {};
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof bytes))
+    fail_environment("cannot read /dev/urandom for a run id");
+  char hex[33];
+  for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  return hex;
+}
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto p = path.find_last_of('/');
+  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
+}
+
+// Reads what makes a file a d9m store. A file that is not SQLite fails right here (SQLite reads
+// the header lazily), still without anything written.
+struct Identity {
+  std::int64_t application_id = 0, user_version = 0, objects = 0;
+};
+
+Identity identify(sqlite3* db) {
+  Identity id;
+  sql::Statement a(db, "PRAGMA application_id");
+  if (a.step()) id.application_id = a.integer(0);
+  sql::Statement v(db, "PRAGMA user_version");
+  if (v.step()) id.user_version = v.integer(0);
+  sql::Statement n(db, "SELECT count(*) FROM sqlite_master");
+  if (n.step()) id.objects = n.integer(0);
+  return id;
+}
+
+std::string describe_sqlite_failure(const sql::Error& e) {
+  switch (e.code & 0xff) {
+    case SQLITE_NOTADB: return "is not a SQLite database (nor a d9m store)";
+    case SQLITE_CORRUPT: return "is a corrupt SQLite database";
+    case SQLITE_CANTOPEN: return "cannot be opened";
+    case SQLITE_READONLY: return "is read-only";
+    case SQLITE_FULL: return "cannot be written: the disk or database is full";
+    case SQLITE_IOERR: return "cannot be read or written (I/O error)";
+    case SQLITE_PERM: return "cannot be accessed (permission denied)";
+    default: return std::string("cannot be used (") + e.what() + ")";
+  }
+}
+
+void create_schema(sqlite3* db) {
+  sql::exec(db, embedded::store_schema_sql());
+  sql::exec(db, "PRAGMA application_id = " + std::to_string(kStoreApplicationId));
+  sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path, Mode mode) {
+  const bool existed = exists(path);
+  if (!existed && mode == Mode::read_only) fail_environment(path + ": no such store");
+  if (!existed) {
+    const std::string dir = parent_dir(path);
+    if (!exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
+    if (::access(dir.c_str(), W_OK) != 0)
+      fail_environment(path + ": cannot create the store: folder " + dir + " is not writable (" + std::strerror(errno) + ")");
+  } else if (mode == Mode::read_write && ::access(path.c_str(), W_OK) != 0) {
+    fail_environment(path + ": the store is not writable (" + std::strerror(errno) + ")");
+  }
+
+  sqlite3* db = nullptr;
+  const int flags = mode == Mode::read_only ? SQLITE_OPEN_READONLY
+                                            : (SQLITE_OPEN_READWRITE | (existed ? 0 : SQLITE_OPEN_CREATE));
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  // From here on, a store this call created is removed again if it does not come up whole.
+  auto discard = [&](const std::string& why) {
+    sqlite3_close(db);
+    if (!existed)
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
+    fail_environment(path + ": " + why);
+  };
+  if (rc != SQLITE_OK) discard(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 60'000);
+
+  try {
+    Identity id = identify(db);
+    const bool blank = id.application_id == 0 && id.objects == 0;
+    if (blank && mode == Mode::read_only) discard("is empty: not a d9m store");
+    if (!blank && id.application_id != kStoreApplicationId) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(id.application_id) & 0xffffffffull);
+      discard(std::string("is a SQLite database of another application (application_id ") + hex +
+              ", d9m uses 0x64396d31): refusing to touch it");
+    }
+    if (!blank && id.user_version > kStoreSchemaVersion)
+      discard("was written by a newer d9m (schema " + std::to_string(id.user_version) + "; this build reads up to " +
+              std::to_string(kStoreSchemaVersion) + "): upgrade d9m to read it");
+    if (!blank && id.user_version < 1) discard("has an unknown d9m schema version " + std::to_string(id.user_version));
+    if (mode == Mode::read_write) {
+      // WAL is set only now that the file is known to be ours: it rewrites the header.
+      sql::exec(db, "PRAGMA journal_mode = WAL");
+      if (blank) {
+        sql::Transaction tx(db);
+        if (identify(db).application_id == 0) create_schema(db);  // another process may have won
+        tx.commit();
+      }
+    }
+    sql::exec(db, "PRAGMA foreign_keys = ON");
+  } catch (const sql::Error& e) {
+    discard(describe_sqlite_failure(e));
+  }
+  return Store(db, path);
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+std::string Store::case_id(const CaseRecord& c) {
+  const nlohmann::json j = {{"op", c.op},         {"variant", c.variant},           {"backend", c.backend},
+                            {"config", c.config}, {"config_id", c.config_id},       {"params", c.params},
+                            {"seed", c.seed},     {"input_digest", c.input_digest}, {"output_dtype", c.output_dtype},
+                            {"output_shape", c.output_shape}};
+  return sha256_hex(j.dump());
+}
+
+std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
+  try {
+    sql::Transaction tx(db_);
+    sql::Statement(db_, "INSERT OR IGNORE INTO fingerprints(id, canonical) VALUES (?, ?)")
+        .bind(1, fp.id).bind(2, fp.canonical()).run();
+    sql::Statement(db_,
+                   "INSERT INTO runs(id, fingerprint_id, state, started_at, host, gpu_uuids, d9m_version, d9m_commit,"
+                   " catalog_digest, trials_per_case, threads, arguments) VALUES (?,?, 'running', ?,?,?,?,?,?,?,?,?)")
+        .bind(1, info.id).bind(2, fp.id).bind(3, info.started_at).bind(4, info.host).bind(5, info.gpu_uuids)
+        .bind(6, d9m_version()).bind(7, d9m_commit()).bind(8, info.catalog_digest)
+        .bind(9, info.trials_per_case).bind(10, info.threads).bind(11, info.arguments).run();
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot record the run: " + describe_sqlite_failure(e));
+  }
+  return info.id;
+}
+
+void Store::finish_run(const std::string& run_id, const std::string& state) {
+  try {
+    sql::Transaction tx(db_);
+    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ? WHERE id = ?")
+        .bind(1, state).bind(2, utc_now()).bind(3, run_id).run();
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot finish the run: " + describe_sqlite_failure(e));
+  }
+}
+
+void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
+                     const std::vector<TrialRecord>& trials) {
+  try {
+    sql::Transaction tx(db_);
+    sql::Statement(db_,
+                   "INSERT OR IGNORE INTO cases(id, op, variant, backend, config, config_id, params, seed,"
+                   " input_digest, output_dtype, output_shape) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+        .bind(1, c.id).bind(2, c.op).bind(3, c.variant).bind(4, c.backend).bind(5, c.config)
+        .bind(6, c.config_id).bind(7, c.params).bind(8, static_cast<std::int64_t>(c.seed))
+        .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).run();
+    sql::Statement(db_,
+                   "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
+                   " claim_reason, trials, distinct_digests, median_ns, min_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+        .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
+        .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason)
+        .bind(8, cr.trials).bind(9, cr.distinct).bind(10, cr.median_ns).bind(11, cr.min_ns).run();
+    sql::Statement ins(db_,
+                       "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
+                       " diff_max_ulp, diff_first_index) VALUES (?,?,?,?,?,?,?,?,?)");
+    for (const auto& t : trials) {
+      ins.bind(1, run_id).bind(2, c.id).bind(3, t.trial).bind(4, t.digest).bind(5, t.elapsed_ns);
+      if (t.diff) {
+        ins.bind(6, t.diff->count).bind(7, t.diff->max_abs).bind(8, t.diff->max_ulp).bind(9, t.diff->first_index);
+      } else {
+        ins.bind_null(6).bind_null(7).bind_null(8).bind_null(9);
+      }
+      ins.run();
+    }
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot store case " + c.op + "/" + c.config + "/" + c.variant + ": " +
+                     describe_sqlite_failure(e));
+  }
+}
+
+}  // namespace d9m

@@ -1,0 +1,96 @@
+// The evidence store (DESIGN.md "Store"): one SQLite file in WAL mode with a private
+// application_id and user_version = schema version. Keys are content-addressed (fingerprints
+// and cases by SHA-256 of their content; runs by a random 128-bit id), so stores from many
+// machines merge without conflict. All writes are BEGIN IMMEDIATE transactions with a busy
+// timeout, one per case, never one per trial.
+#pragma once
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/fingerprint.h"
+
+namespace d9m {
+
+inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
+inline constexpr int kStoreSchemaVersion = 1;
+
+enum class Status { deterministic, nondeterministic, error, unsupported, skipped };
+std::string to_string(Status s);      // "DETERMINISTIC", ...
+Status status_from_string(const std::string& s);
+
+struct DiffStats {
+  std::int64_t count = 0;        // elements whose bits differ from the first trial
+  double max_abs = 0;            // max |a - b|
+  std::int64_t max_ulp = 0;      // max distance in units in the last place
+  std::int64_t first_index = 0;  // first differing element
+};
+
+struct TrialRecord {
+  std::int64_t trial = 0;
+  std::string digest;
+  std::int64_t elapsed_ns = 0;
+  std::optional<DiffStats> diff;  // only when the digest differs from trial 0
+};
+
+struct CaseRecord {
+  std::string id;  // SHA-256 of the fields below (content-addressed)
+  std::string op, variant, backend, config, config_id, params;
+  std::uint64_t seed = 0;
+  std::string input_digest, output_dtype, output_shape;
+};
+
+struct CaseRunRecord {
+  Status status = Status::error;
+  std::string detail;  // why ERROR, UNSUPPORTED or SKIPPED
+  std::string claim_determinism, claim_source, claim_reason;
+  std::int64_t trials = 0, distinct = 0;
+  std::optional<std::int64_t> median_ns, min_ns;
+};
+
+struct RunInfo {
+  std::string id;
+  std::string started_at;
+  std::string host;
+  std::string gpu_uuids;  // JSON array
+  std::string arguments;  // JSON
+  std::string catalog_digest;
+  std::int64_t trials_per_case = 0;
+  std::int64_t threads = 0;
+};
+
+class Store {
+ public:
+  enum class Mode { read_only, read_write };
+
+  // Opens or (read_write) creates a store. Anything that is not a d9m store of a schema this
+  // build understands is refused with Error(environment) before a single byte is written.
+  static Store open(const std::string& path, Mode mode);
+
+  Store(Store&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+  Store& operator=(Store&&) = delete;
+  ~Store();
+
+  sqlite3* db() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  std::string begin_run(const Fingerprint& fp, const RunInfo& info);  // returns the run id
+  void finish_run(const std::string& run_id, const std::string& state);
+  void put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
+                const std::vector<TrialRecord>& trials);
+
+  static std::string case_id(const CaseRecord& c);
+
+ private:
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+};
+
+std::string utc_now();          // ISO 8601, seconds, "Z"
+std::string random_run_id();    // 32 hex digits from the OS's random source
+
+}  // namespace d9m

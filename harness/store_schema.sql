@@ -1,0 +1,75 @@
+-- d9m store, schema version 1. user_version and application_id are set by the code.
+CREATE TABLE fingerprints (
+  id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
+  canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
+);
+CREATE TABLE runs (
+  id              TEXT PRIMARY KEY,    -- random 128-bit hex
+  fingerprint_id  TEXT NOT NULL REFERENCES fingerprints(id),
+  state           TEXT NOT NULL CHECK (state IN ('running', 'complete', 'interrupted')),
+  started_at      TEXT NOT NULL,
+  finished_at     TEXT,
+  host            TEXT NOT NULL,
+  gpu_uuids       TEXT NOT NULL,       -- JSON array: machine identity stays out of the fingerprint
+  d9m_version     TEXT NOT NULL,
+  d9m_commit      TEXT NOT NULL,
+  catalog_digest  TEXT NOT NULL,
+  trials_per_case INTEGER NOT NULL CHECK (trials_per_case > 0),
+  threads         INTEGER NOT NULL,
+  arguments       TEXT NOT NULL        -- JSON of the command line
+);
+CREATE TABLE cases (
+  id           TEXT PRIMARY KEY,       -- SHA-256 of the other columns
+  op           TEXT NOT NULL,
+  variant      TEXT NOT NULL,
+  backend      TEXT NOT NULL,
+  config       TEXT NOT NULL,          -- config name in the catalogue
+  config_id    TEXT NOT NULL,          -- SHA-256 of {op, params, seed}, 16 hex digits
+  params       TEXT NOT NULL,          -- canonical JSON
+  seed         INTEGER NOT NULL,
+  input_digest TEXT NOT NULL,
+  output_dtype TEXT NOT NULL,
+  output_shape TEXT NOT NULL
+);
+CREATE TABLE case_runs (
+  run_id            TEXT NOT NULL REFERENCES runs(id),
+  case_id           TEXT NOT NULL REFERENCES cases(id),
+  status            TEXT NOT NULL CHECK (status IN ('DETERMINISTIC', 'NONDETERMINISTIC', 'ERROR', 'UNSUPPORTED', 'SKIPPED')),
+  detail            TEXT NOT NULL,
+  claim_determinism TEXT NOT NULL,
+  claim_source      TEXT NOT NULL,
+  claim_reason      TEXT NOT NULL,
+  trials            INTEGER NOT NULL,
+  distinct_digests  INTEGER NOT NULL,
+  median_ns         INTEGER,
+  min_ns            INTEGER,
+  PRIMARY KEY (run_id, case_id)
+);
+CREATE TABLE trials (
+  run_id           TEXT NOT NULL,
+  case_id          TEXT NOT NULL,
+  trial            INTEGER NOT NULL CHECK (trial >= 0),
+  digest           TEXT NOT NULL,
+  elapsed_ns       INTEGER NOT NULL,
+  diff_count       INTEGER,            -- the diff columns are set only when digest differs from trial 0
+  diff_max_abs     REAL,
+  diff_max_ulp     INTEGER,
+  diff_first_index INTEGER,
+  PRIMARY KEY (run_id, case_id, trial),
+  FOREIGN KEY (run_id, case_id) REFERENCES case_runs(run_id, case_id)
+);
+-- One row per case and stack, all runs together: the numbers every report starts from.
+CREATE VIEW results AS
+SELECT r.fingerprint_id AS stack,
+       c.id AS case_id, c.op, c.variant, c.backend, c.config, c.config_id, c.input_digest,
+       COUNT(t.trial) AS trials,
+       COUNT(DISTINCT t.digest) AS distinct_digests,
+       (SELECT t2.digest FROM trials t2 JOIN runs r2 ON r2.id = t2.run_id
+         WHERE t2.case_id = c.id AND r2.fingerprint_id = r.fingerprint_id
+         GROUP BY t2.digest ORDER BY COUNT(*) DESC, t2.digest LIMIT 1) AS digest,
+       MIN(t.elapsed_ns) AS min_ns
+FROM case_runs cr
+JOIN runs r ON r.id = cr.run_id
+JOIN cases c ON c.id = cr.case_id
+LEFT JOIN trials t ON t.run_id = cr.run_id AND t.case_id = cr.case_id
+GROUP BY r.fingerprint_id, c.id;
