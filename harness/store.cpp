@@ -104,59 +104,83 @@ void create_schema(sqlite3* db) {
 
 }  // namespace
 
+namespace {
+
+// Creates a complete, empty store at `path` without a window in which another process could
+// see half of it: the schema is written to a private temporary file, which is then linked into
+// place. link() never replaces an existing file, so when two processes race, one wins and the
+// other simply opens the winner's store. Nothing but our own temporary file is ever removed.
+void create_store(const std::string& path) {
+  const std::string tmp = path + ".creating-" + random_run_id().substr(0, 12);
+  auto cleanup = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((tmp + suffix).c_str());
+  };
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE, nullptr);
+  try {
+    if (rc != SQLITE_OK) throw sql::Error(rc, std::string("creating: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_extended_result_codes(db, 1);
+    sql::exec(db, "PRAGMA journal_mode = WAL");  // persistent: recorded in the file header
+    sql::Transaction tx(db);
+    create_schema(db);
+    tx.commit();
+  } catch (const sql::Error& e) {
+    sqlite3_close(db);
+    cleanup();
+    fail_environment(path + ": cannot create the store: " + describe_sqlite_failure(e));
+  }
+  sqlite3_close(db);  // checkpoints and removes the temporary WAL
+  if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+    const std::string why = std::strerror(errno);
+    cleanup();
+    fail_environment(path + ": cannot create the store (" + why + ")");
+  }
+  cleanup();
+}
+
+}  // namespace
+
 Store Store::open(const std::string& path, Mode mode) {
-  const bool existed = exists(path);
-  if (!existed && mode == Mode::read_only) fail_environment(path + ": no such store");
-  if (!existed) {
+  if (!exists(path)) {
+    if (mode == Mode::read_only) fail_environment(path + ": no such store");
     const std::string dir = parent_dir(path);
     if (!exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
     if (::access(dir.c_str(), W_OK) != 0)
       fail_environment(path + ": cannot create the store: folder " + dir + " is not writable (" + std::strerror(errno) + ")");
+    create_store(path);
   } else if (mode == Mode::read_write && ::access(path.c_str(), W_OK) != 0) {
     fail_environment(path + ": the store is not writable (" + std::strerror(errno) + ")");
   }
 
   sqlite3* db = nullptr;
-  const int flags = mode == Mode::read_only ? SQLITE_OPEN_READONLY
-                                            : (SQLITE_OPEN_READWRITE | (existed ? 0 : SQLITE_OPEN_CREATE));
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
-  // From here on, a store this call created is removed again if it does not come up whole.
-  auto discard = [&](const std::string& why) {
+  const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  auto refuse = [&](const std::string& why) {
     sqlite3_close(db);
-    if (!existed)
-      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path + suffix).c_str());
     fail_environment(path + ": " + why);
   };
-  if (rc != SQLITE_OK) discard(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  if (rc != SQLITE_OK) refuse(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 60'000);
 
   try {
-    Identity id = identify(db);
-    const bool blank = id.application_id == 0 && id.objects == 0;
-    if (blank && mode == Mode::read_only) discard("is empty: not a d9m store");
-    if (!blank && id.application_id != kStoreApplicationId) {
+    // Everything below only reads until the file is known to be a d9m store of a schema this
+    // build understands: a foreign file is refused without a byte written.
+    const Identity id = identify(db);
+    if (id.application_id == 0 && id.objects == 0) refuse("is empty: not a d9m store");
+    if (id.application_id != kStoreApplicationId) {
       char hex[16];
       std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(id.application_id) & 0xffffffffull);
-      discard(std::string("is a SQLite database of another application (application_id ") + hex +
-              ", d9m uses 0x64396d31): refusing to touch it");
+      refuse(std::string("is a SQLite database of another application (application_id ") + hex +
+             ", d9m uses 0x64396d31): refusing to touch it");
     }
-    if (!blank && id.user_version > kStoreSchemaVersion)
-      discard("was written by a newer d9m (schema " + std::to_string(id.user_version) + "; this build reads up to " +
-              std::to_string(kStoreSchemaVersion) + "): upgrade d9m to read it");
-    if (!blank && id.user_version < 1) discard("has an unknown d9m schema version " + std::to_string(id.user_version));
-    if (mode == Mode::read_write) {
-      // WAL is set only now that the file is known to be ours: it rewrites the header.
-      sql::exec(db, "PRAGMA journal_mode = WAL");
-      if (blank) {
-        sql::Transaction tx(db);
-        if (identify(db).application_id == 0) create_schema(db);  // another process may have won
-        tx.commit();
-      }
-    }
+    if (id.user_version > kStoreSchemaVersion)
+      refuse("was written by a newer d9m (schema " + std::to_string(id.user_version) + "; this build reads up to " +
+             std::to_string(kStoreSchemaVersion) + "): upgrade d9m to read it");
+    if (id.user_version < 1) refuse("has an unknown d9m schema version " + std::to_string(id.user_version));
     sql::exec(db, "PRAGMA foreign_keys = ON");
   } catch (const sql::Error& e) {
-    discard(describe_sqlite_failure(e));
+    refuse(describe_sqlite_failure(e));
   }
   return Store(db, path);
 }

@@ -121,7 +121,7 @@ int main_impl(int argc, char** argv) {
 
   std::string catalog_path, backend = "all", db = "d9m.sqlite", format = "md", output, run_id, save_dir;
   std::vector<std::string> ops, variants, configs;
-  bool as_json = false, cases_only = false, quiet = false;
+  bool as_json = false, cases_only = false, quiet = false, ctest = false;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -146,6 +146,7 @@ int main_impl(int argc, char** argv) {
   run->add_option("--catalog", catalog_path, "catalogue JSON replacing the built-in one");
   run->add_option("--save-outputs", save_dir, "write inputs and first outputs as .npy under this folder");
   run->add_flag("-q,--quiet", quiet, "print no status table at the end");
+  run->add_flag("--ctest", ctest, "exit 77 (CTest's skip) when every selected case was SKIPPED");
 
   auto* report = app.add_subcommand("report", "render the evidence in a store");
   report->add_option("--db", db, "store file");
@@ -186,6 +187,7 @@ int main_impl(int argc, char** argv) {
       return 130;
     }
     for (const auto& b : s.broken_claims) std::fprintf(stderr, "d9m: claim broken: %s\n", b.c_str());
+    if (ctest && s.cases > 0 && s.by_status[static_cast<int>(Status::skipped)] == s.cases) return 77;
     return s.broken_claims.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
   }
   if (*report) {

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The d9m CLI end to end: exit codes of DESIGN.md, nothing modified on bad input, the same
+# digests across thread counts and processes, one trial row per trial, .npy outputs.
+# Usage: cli_test.sh path/to/d9m
+set -u
+D9M=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+pass=0
+check() {  # check NAME EXPECTED_RC ACTUAL_RC [STDERR_FILE PATTERN]
+  local name=$1 want=$2 got=$3
+  if [[ $got != "$want" ]]; then
+    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
+  fi
+  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
+    echo "FAIL: $name: message does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+q() { python3 -c "$1"; }
+SMALL=(--op 'bias_add*' --op scatter_add --op maxpool2d_bwd)
+
+# --- bad input: exit 2, a message naming the place, nothing written ---------------------------
+printf '{\n  "schema": "d9m.catalog/1",\n  "configs": [\n    {"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2 "w": 2}}\n  ]\n}\n' > "$T/syntax.json"
+"$D9M" run --catalog "$T/syntax.json" --db "$T/s1.sqlite" 2> "$T/err"; check "syntax error" 2 $? "$T/err" 'syntax.json:4:[0-9]+: syntax error'
+[[ ! -e $T/s1.sqlite ]] || { echo "FAIL: a store was created for a bad catalogue"; failures=$((failures + 1)); }
+echo '{"schema": "d9m.catalog/1", "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": -2, "w": 2, "c": 1}}]}' > "$T/neg.json"
+"$D9M" run --catalog "$T/neg.json" --db "$T/s1.sqlite" 2> "$T/err"; check "negative shape" 2 $? "$T/err" 'neg.json: configs\[0\]\.params\.h: expected an integer'
+echo '{"schema": "d9m.catalog/1", "configs": [{"op": "conv3d", "name": "x", "params": {}}]}' > "$T/op.json"
+"$D9M" list --catalog "$T/op.json" 2> "$T/err"; check "unknown op" 2 $? "$T/err" 'configs\[0\]\.op: unknown op "conv3d"'
+"$D9M" run --op 'no_such_op*' --db "$T/s1.sqlite" 2> "$T/err"; check "unknown --op glob" 2 $? "$T/err" "--op 'no_such_op\*' matches no op"
+"$D9M" run --variant 'cpu.fast' --db "$T/s1.sqlite" 2> "$T/err"; check "unknown --variant glob" 2 $? "$T/err" "--variant 'cpu.fast' matches no variant"
+"$D9M" run -n 1 --db "$T/s1.sqlite" 2> "$T/err"; check "-n 1" 2 $? "$T/err" "trials"
+"$D9M" run --catalog "$T/missing.json" --db "$T/s1.sqlite" 2> "$T/err"; check "missing catalogue" 2 $? "$T/err" "missing.json: cannot read"
+[[ ! -e $T/s1.sqlite ]] || { echo "FAIL: a store was created on bad usage"; failures=$((failures + 1)); }
+
+# --- environment problems: exit 3, the file untouched -----------------------------------------
+"$D9M" run "${SMALL[@]}" -n 2 --db "$T/no/such/dir/d9m.sqlite" 2> "$T/err"; check "missing folder" 3 $? "$T/err" "does not exist"
+"$D9M" run "${SMALL[@]}" -n 2 --db /proc/d9m.sqlite 2> "$T/err"; check "unwritable store path" 3 $? "$T/err" "cannot create the store"
+head -c 10000 /dev/urandom > "$T/junk.sqlite"; before=$(sha256sum < "$T/junk.sqlite")
+"$D9M" run "${SMALL[@]}" -n 2 --db "$T/junk.sqlite" 2> "$T/err"; check "not a store (run)" 3 $? "$T/err" "not a SQLite database"
+"$D9M" report --db "$T/junk.sqlite" 2> "$T/err"; check "not a store (report)" 3 $? "$T/err" "not a SQLite database"
+"$D9M" verify --db "$T/junk.sqlite" 2> "$T/err"; check "not a store (verify)" 3 $? "$T/err" "not a SQLite database"
+[[ $(sha256sum < "$T/junk.sqlite") == "$before" ]] || { echo "FAIL: junk file modified"; failures=$((failures + 1)); }
+ls "$T"/junk.sqlite-* > /dev/null 2>&1 && { echo "FAIL: files left beside the junk file"; failures=$((failures + 1)); }
+"$D9M" report --db "$T/none.sqlite" 2> "$T/err"; check "report of a missing store" 3 $? "$T/err" "no such store"
+"$D9M" report --db "$T/none.sqlite" --format pdf 2> "$T/err"; check "unknown format" 3 $? "$T/err" "no such store"
+
+# --- a run: exit 0, every serial/ordered case DETERMINISTIC, one row per trial -----------------
+"$D9M" run "${SMALL[@]}" -n 6 --threads 1 --db "$T/a.sqlite" --save-outputs "$T/out" > "$T/run.md" 2> "$T/err"; check "run" 0 $? "$T/err" "cases into"
+grep -q "## Status by source" "$T/run.md" || { echo "FAIL: run printed no status table"; failures=$((failures + 1)); }
+"$D9M" report --db "$T/a.sqlite" --format md -o "$T/r.md"; check "report md" 0 $?
+"$D9M" report --db "$T/a.sqlite" --format pdf 2> "$T/err"; check "report pdf" 2 $? "$T/err" "--format must be"
+"$D9M" verify --db "$T/a.sqlite" > "$T/v"; check "verify" 0 $? "$T/v" ": OK"
+"$D9M" report --db "$T/a.sqlite" --format json -o "$T/a.json"; check "report json" 0 $?
+q "
+import json, sqlite3
+r = json.load(open('$T/a.json'))
+assert r['schema'] == 'd9m.report/1'
+for x in r['results']:
+    assert x['trials'] == 6, x
+    if x['variant'] in ('cpu.serial', 'cpu.ordered'):
+        assert x['status'] == 'DETERMINISTIC', x
+    for k in ('op', 'variant', 'backend', 'config', 'stack', 'status', 'distinct', 'digest', 'claim', 'median_ns'):
+        assert k in x, k
+db = sqlite3.connect('$T/a.sqlite')
+assert db.execute('select count(*) from trials').fetchone()[0] == 6 * len(r['results'])
+" ; check "json report and trial rows" 0 $?
+
+# --- --threads 3, and two processes at once: the same digest for every serial/ordered case ----
+"$D9M" run "${SMALL[@]}" -n 4 --threads 3 --db "$T/b.sqlite" -q 2> /dev/null; check "run --threads 3" 0 $?
+"$D9M" run "${SMALL[@]}" -n 4 --threads 2 --db "$T/c.sqlite" -q 2> /dev/null &
+p1=$!
+"$D9M" run "${SMALL[@]}" -n 4 --threads 2 --db "$T/c.sqlite" -q 2> /dev/null &
+p2=$!
+wait $p1; r1=$?; wait $p2; r2=$?
+check "process 1" 0 $r1; check "process 2" 0 $r2
+"$D9M" report --db "$T/b.sqlite" --format json -o "$T/b.json"
+"$D9M" report --db "$T/c.sqlite" --format json -o "$T/c.json"
+q "
+import json
+def digests(p):
+    return {(x['op'], x['config'], x['variant']): x for x in json.load(open(p))['results'] if x['variant'] in ('cpu.serial', 'cpu.ordered')}
+a, b, c = digests('$T/a.json'), digests('$T/b.json'), digests('$T/c.json')
+assert a.keys() == b.keys() == c.keys() and a
+for k in a:
+    assert a[k]['digest'] == b[k]['digest'] == c[k]['digest'], k
+    assert c[k]['runs'] == 2 and c[k]['trials'] == 8 and c[k]['distinct'] == 1, c[k]
+"; check "same digests: threads 1 vs 3, two processes" 0 $?
+
+# --- saved inputs and outputs: valid .npy, sizes that match the config -------------------------
+q "
+import json, os, struct
+base = '$T/out/scatter_add/collide_8192_into_16'
+cfg = json.load(open(base + '/config.json'))
+def npy(p):
+    b = open(p, 'rb').read()
+    assert b[:8] == b'\x93NUMPY\x01\x00', p
+    n = struct.unpack('<H', b[8:10])[0]
+    assert (10 + n) % 64 == 0, p
+    h = eval(b[10:10 + n].decode())
+    count = 1
+    for s in h['shape']: count *= s
+    assert len(b) - 10 - n == 4 * count, p
+    return h
+for i in cfg['inputs']:
+    h = npy(base + '/inputs/' + i['name'] + '.npy')
+    assert list(h['shape']) == i['shape'] and h['descr'] == ('<f4' if i['dtype'] == 'float32' else '<i4')
+for v in ('cpu.serial', 'cpu.ordered', 'cpu.atomic'):
+    assert list(npy(base + '/' + v + '.npy')['shape']) == cfg['output']['shape']
+assert set(os.listdir(base + '/inputs')) == {'ref.npy', 'indices.npy', 'updates.npy'}
+"; check "save-outputs" 0 $?
+
+"$D9M" list --json > "$T/list.json"; check "list --json" 0 $?
+"$D9M" fingerprint --json > "$T/fp.json"; check "fingerprint --json" 0 $?
+q "
+import json
+f = json.load(open('$T/fp.json'))
+for k in ('cpu_model', 'os', 'kernel', 'glibc'): assert f['fingerprint']['host'][k], k
+assert 'CUBLAS_WORKSPACE_CONFIG' in f['fingerprint']['environment']
+assert f['gpu_status']
+"; check "fingerprint fields" 0 $?
+
+echo "$pass passed, $failures failed"
+[[ $failures == 0 ]]

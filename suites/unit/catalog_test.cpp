@@ -1,0 +1,93 @@
+// The catalogue: the default one is valid, and every kind of malformed catalogue is refused
+// with a usage error that says where and what was expected.
+#include <gtest/gtest.h>
+
+#include "harness/catalog.h"
+#include "harness/error.h"
+
+namespace d9m {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_catalog(text, "cat.json", Registry::global());
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::usage);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << text;
+  return "";
+}
+
+std::string with_config(const std::string& config) {
+  return R"({"schema": "d9m.catalog/1", "configs": [)" + config + "]}";
+}
+
+TEST(Catalog, DefaultCatalogueIsValidAndCoversEveryOp) {
+  const Catalog c = default_catalog(Registry::global());
+  EXPECT_EQ(c.digest.size(), 64u);
+  for (const auto& op : Registry::global().ops()) {
+    bool found = false;
+    for (const auto& cc : c.configs) found |= cc.op == &op;
+    EXPECT_TRUE(found) << op.name << " has no config in the default catalogue";
+  }
+}
+
+TEST(Catalog, DigestIgnoresWhitespaceButNotContent) {
+  const auto a = parse_catalog(with_config(R"({"op":"bias_add","name":"x","params":{"n":1,"h":2,"w":2,"c":3}})"), "a", Registry::global());
+  const auto b = parse_catalog(with_config(R"({ "op" : "bias_add", "name" : "x", "params" : {"c":3, "h":2, "w":2, "n":1} })"), "b", Registry::global());
+  const auto c = parse_catalog(with_config(R"({"op":"bias_add","name":"x","params":{"n":1,"h":2,"w":2,"c":4}})"), "c", Registry::global());
+  EXPECT_EQ(a.digest, b.digest);
+  EXPECT_NE(a.digest, c.digest);
+  EXPECT_EQ(a.configs[0].config_id, b.configs[0].config_id);
+  EXPECT_NE(a.configs[0].config_id, c.configs[0].config_id);
+}
+
+TEST(Catalog, SyntaxErrorNamesLineAndColumn) {
+  const std::string e = error_of("{\n  \"schema\": \"d9m.catalog/1\",\n  \"configs\": [,]\n}");
+  EXPECT_NE(e.find("cat.json:3:"), std::string::npos) << e;
+}
+
+TEST(Catalog, SemanticErrorsNameTheFieldPath) {
+  const std::string ok = R"("op": "bias_add", "name": "x")";
+  struct Case {
+    std::string text, expect;
+  } cases[] = {
+      {"[]", "(root): expected an object"},
+      {R"({"schema": "d9m.catalog/2", "configs": []})", "schema: expected \"d9m.catalog/1\""},
+      {R"({"schema": "d9m.catalog/1", "configs": []})", "configs: expected a non-empty array"},
+      {R"({"schema": "d9m.catalog/1", "configs": [], "extra": 1})", "extra: unknown field"},
+      {with_config(R"({"op": "nope", "name": "x", "params": {}})"), "configs[0].op: unknown op \"nope\""},
+      {with_config(R"({"op": 3, "name": "x", "params": {}})"), "configs[0].op: expected a string, got an integer"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2}})"), "missing required parameter \"c\""},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 0, "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31], got 0"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": -4, "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": "2", "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31], got a string"},
+      {with_config("{" + ok + R"(, "params": {"n": 1.5, "h": 2, "w": 2, "c": 1}})"), "configs[0].params.n: expected an integer"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1, "k": 1}})"), "configs[0].params.k: unknown parameter"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "seed": -1})"), "configs[0].seed: expected a non-negative integer"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "variants": ["cpu.nope"]})"), "configs[0].variants[0]: \"cpu.nope\" matches no variant"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "colour": 1})"), "configs[0].colour: unknown field"},
+      {with_config(R"({"op": "maxpool2d_bwd", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"ksize_h":3,"ksize_w":1,"stride_h":1,"stride_w":1,"padding":"VALID"}})"), "configs[0].params.ksize_h: window of 3 exceeds"},
+      {with_config(R"({"op": "maxpool2d_bwd", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"ksize_h":1,"ksize_w":1,"stride_h":1,"stride_w":1,"padding":"FULL"}})"), "configs[0].params.padding: expected one of \"VALID\", \"SAME\""},
+      {with_config(R"({"op": "resize_bilinear", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"out_h":4,"out_w":4,"align_corners":true}})"), "configs[0].params.half_pixel_centers"},
+      {with_config(R"({"op": "bias_add", "name": "x", "params": {"n":2147483648,"h":2147483648,"w":2,"c":1}})"), "configs[0].params: inputs and output would take"},
+      {with_config("{" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}}, {)" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[1].name: duplicate config name"},
+      {with_config(R"({"op": "bias_add", "name": "a b", "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[0].name: expected letters"},
+  };
+  for (const auto& c : cases) {
+    const std::string e = error_of(c.text);
+    EXPECT_NE(e.find("cat.json: "), std::string::npos) << e;
+    EXPECT_NE(e.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << e;
+  }
+}
+
+TEST(Catalog, VariantsOfABackendNotBuiltAreAllowed) {
+  // The catalogue is shared by CPU-only and CUDA builds.
+  const auto c = parse_catalog(with_config(R"({"op":"bias_add_grad","name":"x","params":{"n":1,"h":2,"w":2,"c":3},"variants":["cpu.serial","cuda.ordered"]})"),
+                               "c", Registry::global());
+  EXPECT_EQ(c.configs[0].variant_globs.size(), 2u);
+}
+
+}  // namespace
+}  // namespace d9m

@@ -1,0 +1,59 @@
+// Helpers for kernel tests: plan a config from JSON, fill inputs, run a variant on a pool.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness/catalog.h"
+#include "harness/digest.h"
+#include "harness/inputs.h"
+#include "kernels/common/thread_pool.h"
+
+namespace d9m::test {
+
+inline CatalogConfig config(const std::string& op, const nlohmann::json& params) {
+  const nlohmann::json cat = {{"schema", "d9m.catalog/1"},
+                              {"configs", {{{"op", op}, {"name", "t"}, {"params", params}}}}};
+  return parse_catalog(cat.dump(), "test", Registry::global()).configs.at(0);
+}
+
+inline HostTensor run_variant(const std::string& op, const std::string& variant, const Problem& p,
+                              const std::vector<HostTensor>& inputs, unsigned threads = 2) {
+  const VariantDef* v = Registry::global().find_variant(op, variant);
+  EXPECT_NE(v, nullptr) << op << "/" << variant;
+  ThreadPool pool(threads);
+  const ExecContext exec{&pool, nullptr};
+  KernelArgs args{p, {}, nullptr, exec};
+  for (const auto& t : inputs) args.inputs.push_back(t.data());
+  HostTensor out(p.output);
+  std::memset(out.data(), 0xA5, p.output.bytes());  // a variant must write every output element
+  args.output = out.data();
+  v->run(args);
+  return out;
+}
+
+inline std::string digest(const HostTensor& t) { return digest_v1(t.data(), t.desc().bytes()).hex(); }
+
+inline std::vector<float> values(const HostTensor& t) {
+  const float* p = t.as<float>();
+  return {p, p + t.desc().numel()};
+}
+
+// Inputs from explicit values (in argument order), for hand-computed examples.
+inline std::vector<HostTensor> inputs_from(const Problem& p, const std::vector<std::vector<double>>& vals) {
+  std::vector<HostTensor> in;
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+    in.emplace_back(p.inputs[i]);
+    EXPECT_EQ(static_cast<std::int64_t>(vals.at(i).size()), p.inputs[i].numel()) << p.inputs[i].name;
+    for (std::size_t k = 0; k < vals[i].size(); ++k) {
+      if (p.inputs[i].dtype == DType::f32) in.back().as<float>()[k] = static_cast<float>(vals[i][k]);
+      else in.back().as<std::int32_t>()[k] = static_cast<std::int32_t>(vals[i][k]);
+    }
+  }
+  return in;
+}
+
+}  // namespace d9m::test

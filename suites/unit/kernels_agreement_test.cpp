@@ -1,0 +1,106 @@
+// Every CPU variant of every op computes the same op: within the op's tolerance on random
+// inputs, bit for bit on exact (integer) inputs, and ordered variants give the same bits on
+// any thread count.
+#include <cmath>
+#include <set>
+
+#include "suites/unit/kernel_harness.h"
+
+namespace d9m {
+namespace {
+
+using test::config;
+using test::digest;
+using test::run_variant;
+
+std::vector<const VariantDef*> cpu_variants(const std::string& op) {
+  std::vector<const VariantDef*> out;
+  for (const auto* v : Registry::global().variants_of(op))
+    if (v->backend == Backend::cpu) out.push_back(v);
+  return out;
+}
+
+TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheDefaultCatalogue) {
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto& cc : cat.configs) {
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto ref = test::values(run_variant(cc.op->name, "cpu.serial", cc.problem, inputs));
+    double max_ref = 0;
+    for (float x : ref) {
+      ASSERT_TRUE(std::isfinite(x)) << cc.op->name << "/" << cc.name;
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(x)));
+    }
+    const double tol = cc.op->tolerance * (1 + max_ref);
+    for (const auto* v : cpu_variants(cc.op->name)) {
+      const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs));
+      double worst = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(ref[i])));
+      EXPECT_LE(worst, tol) << cc.op->name << "/" << cc.name << "/" << v->name;
+    }
+  }
+}
+
+TEST(KernelAgreement, ReplayingVariantsAreBitEqualToSerial) {
+  // cpu.ordered of a scatter-form op replays the reference order per output, and forward ops
+  // compute each output with the reference formula: both must give the serial bits exactly.
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto& cc : cat.configs) {
+    const VariantDef* v = Registry::global().find_variant(cc.op->name, "cpu.ordered");
+    if (v->claim.reason.find("fixed blocks") != std::string::npos) continue;  // bias_add_grad: its own order
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    EXPECT_EQ(digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, 3)),
+              digest(run_variant(cc.op->name, "cpu.serial", cc.problem, inputs)))
+        << cc.op->name << "/" << cc.name;
+  }
+}
+
+TEST(KernelAgreement, OrderedVariantsGiveTheSameBitsOnAnyThreadCount) {
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto& cc : cat.configs) {
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const std::string one = digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, 1));
+    for (unsigned t : {2u, 3u, 7u})
+      EXPECT_EQ(digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, t)), one)
+          << cc.op->name << "/" << cc.name << " on " << t << " threads";
+  }
+}
+
+// Configs whose every product and sum is exact in float32 with integer inputs: dyadic resize
+// scales, crop boxes on a grid of 1/(H-1) with H-1 and CH-1 powers of two.
+const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
+    {"bias_add", {{"n", 4}, {"h", 8}, {"w", 8}, {"c", 5}}},
+    {"bias_add_grad", {{"n", 16}, {"h", 16}, {"w", 16}, {"c", 3}}},
+    {"conv2d_bwd_data", {{"n", 2}, {"h", 9}, {"w", 9}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}}},
+    {"conv2d_bwd_data", {{"n", 2}, {"h", 11}, {"w", 11}, {"ci", 3}, {"co", 4}, {"kh", 5}, {"kw", 3}, {"stride_h", 2}, {"dilation_w", 2}, {"padding", "VALID"}}},
+    {"conv2d_bwd_filter", {{"n", 4}, {"h", 9}, {"w", 9}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}}},
+    {"maxpool2d_bwd", {{"n", 2}, {"h", 16}, {"w", 16}, {"c", 4}, {"ksize_h", 3}, {"ksize_w", 3}, {"stride_h", 1}, {"stride_w", 1}, {"padding", "SAME"}}},
+    {"resize_bilinear", {{"n", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"out_h", 32}, {"out_w", 16}}},
+    {"resize_bilinear_grad", {{"n", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"out_h", 32}, {"out_w", 16}}},
+    {"resize_nearest", {{"n", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"out_h", 24}, {"out_w", 20}}},
+    {"resize_nearest_grad", {{"n", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"out_h", 24}, {"out_w", 20}}},
+    {"scatter_add", {{"rows", 64}, {"depth", 4}, {"updates", 4096}, {"index_range", 8}}},
+    {"scatter_nd_add", {{"dim0", 8}, {"dim1", 8}, {"depth", 4}, {"updates", 4096}, {"index_range", 5}}},
+    {"unsorted_segment_sum", {{"rows", 4096}, {"depth", 4}, {"num_segments", 6}}},
+    {"crop_and_resize", {{"batch", 2}, {"h", 9}, {"w", 17}, {"c", 3}, {"boxes", 16}, {"crop_h", 5}, {"crop_w", 9}}},
+    {"crop_and_resize_grad_image", {{"batch", 2}, {"h", 9}, {"w", 17}, {"c", 3}, {"boxes", 48}, {"crop_h", 5}, {"crop_w", 9}}},
+    {"crop_and_resize_grad_image", {{"batch", 2}, {"h", 9}, {"w", 9}, {"c", 3}, {"boxes", 48}, {"crop_h", 5}, {"crop_w", 5}, {"method", "nearest"}}},
+    {"crop_and_resize_grad_boxes", {{"batch", 2}, {"h", 9}, {"w", 17}, {"c", 3}, {"boxes", 8}, {"crop_h", 5}, {"crop_w", 9}}},
+};
+
+TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
+  std::set<std::string> covered;
+  for (const auto& [op, params] : kExactConfigs) {
+    const CatalogConfig cc = config(op, params);
+    const auto inputs = make_inputs(*cc.op, cc.problem, 7, FillMode::exact);
+    const std::string ref = digest(run_variant(op, "cpu.serial", cc.problem, inputs));
+    for (const auto* v : cpu_variants(op))
+      for (unsigned t : {1u, 3u})
+        EXPECT_EQ(digest(run_variant(op, v->name, cc.problem, inputs, t)), ref) << op << "/" << v->name << " " << params.dump();
+    covered.insert(op);
+  }
+  EXPECT_EQ(covered.size(), Registry::global().ops().size()) << "every op needs an exact config";
+}
+
+}  // namespace
+}  // namespace d9m

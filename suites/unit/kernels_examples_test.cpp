@@ -1,0 +1,262 @@
+// Hand-computed examples, one or more per family, and adjoint identities that tie every
+// gradient to its forward op: <forward(x), g> == <x, grad(g)> (summed in double), which holds
+// only if the gradient scatters exactly where the forward op gathers.
+#include <cmath>
+
+#include "kernels/common/counter_rng.h"
+#include "suites/unit/kernel_harness.h"
+
+namespace d9m {
+namespace {
+
+using test::config;
+using test::inputs_from;
+using test::run_variant;
+using test::values;
+
+void expect_all_variants(const std::string& op, const CatalogConfig& cc, const std::vector<HostTensor>& in,
+                         const std::vector<float>& expected) {
+  for (const auto* v : Registry::global().variants_of(op)) {
+    if (v->backend != Backend::cpu) continue;
+    EXPECT_EQ(values(run_variant(op, v->name, cc.problem, in)), expected) << op << "/" << v->name;
+  }
+}
+
+TEST(Examples, BiasAdd) {
+  auto cc = config("bias_add", {{"n", 1}, {"h", 1}, {"w", 2}, {"c", 2}});
+  expect_all_variants("bias_add", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, {10, 20}}), {11, 22, 13, 24});
+  cc = config("bias_add_grad", {{"n", 1}, {"h", 1}, {"w", 3}, {"c", 2}});
+  expect_all_variants("bias_add_grad", cc, inputs_from(cc.problem, {{1, 2, 3, 4, 5, 6}}), {9, 12});
+}
+
+TEST(Examples, ConvBackpropToData) {
+  // 3x3 input, 2x2 filter [[1,2],[3,4]], VALID, stride 1, out_backprop all ones: each input
+  // pixel collects the filter taps that cover it.
+  auto cc = config("conv2d_bwd_data", {{"n", 1}, {"h", 3}, {"w", 3}, {"ci", 1}, {"co", 1}, {"kh", 2}, {"kw", 2}, {"padding", "VALID"}});
+  expect_all_variants("conv2d_bwd_data", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, {1, 1, 1, 1}}),
+                      {1, 3, 2, 4, 10, 6, 3, 7, 4});
+}
+
+TEST(Examples, ConvBackpropToFilter) {
+  // input 3x3 = 0..8, out_backprop 2x2 = [[1,0],[0,2]], VALID: dw[kh,kw] = x[kh,kw] + 2 x[1+kh,1+kw].
+  auto cc = config("conv2d_bwd_filter", {{"n", 1}, {"h", 3}, {"w", 3}, {"ci", 1}, {"co", 1}, {"kh", 2}, {"kw", 2}, {"padding", "VALID"}});
+  expect_all_variants("conv2d_bwd_filter", cc, inputs_from(cc.problem, {{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 0, 0, 2}}),
+                      {0 + 2 * 4, 1 + 2 * 5, 3 + 2 * 7, 4 + 2 * 8});
+}
+
+TEST(Examples, ConvSamePaddingAndStride) {
+  // SAME, stride 2 on 4 columns: out = 2, pad_total = max((2-1)*2 + 3 - 4, 0) = 1, pad_left = 0.
+  // A 1x3 filter [1,10,100] and out_backprop [1, 1]: output 0 gets taps at cols 0,1,2; output 1
+  // at cols 2,3 (col 4 is padding).
+  auto cc = config("conv2d_bwd_data", {{"n", 1}, {"h", 1}, {"w", 4}, {"ci", 1}, {"co", 1}, {"kh", 1}, {"kw", 3}, {"stride_w", 2}});
+  expect_all_variants("conv2d_bwd_data", cc, inputs_from(cc.problem, {{1, 10, 100}, {1, 1}}), {1, 10, 101, 10});
+}
+
+TEST(Examples, MaxPoolGradOverlappingWindows) {
+  // 3x3 input with its maximum in the centre; 2x2 windows, stride 1: all four windows pick the
+  // centre, so it collects the sum of the four gradients.
+  auto cc = config("maxpool2d_bwd", {{"n", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"ksize_h", 2}, {"ksize_w", 2}, {"stride_h", 1}, {"stride_w", 1}});
+  expect_all_variants("maxpool2d_bwd", cc,
+                      inputs_from(cc.problem, {{1, 2, 3, 4, 9, 5, 6, 7, 8}, {9, 9, 9, 9}, {1, 2, 3, 4}}),
+                      {0, 0, 0, 0, 10, 0, 0, 0, 0});
+}
+
+TEST(Examples, MaxPoolGradTiesGoToTheFirstMaximum) {
+  // One 2x2 window whose values tie: the first in scan order (row-major) wins, as in TensorFlow.
+  auto cc = config("maxpool2d_bwd", {{"n", 1}, {"h", 2}, {"w", 2}, {"c", 1}, {"ksize_h", 2}, {"ksize_w", 2}, {"stride_h", 2}, {"stride_w", 2}});
+  expect_all_variants("maxpool2d_bwd", cc, inputs_from(cc.problem, {{0, 5, 5, 1}, {5}, {3}}), {0, 3, 0, 0});
+}
+
+TEST(Examples, ResizeBilinearGradHalfPixel) {
+  // 2 rows up-sampled to 4 with half-pixel centres: source rows -0.25, 0.25, 0.75, 1.25, so the
+  // weights are (1), (0.75, 0.25), (0.25, 0.75), (1). Grads [1,2,3,4] -> [3.25, 6.75].
+  auto cc = config("resize_bilinear_grad", {{"n", 1}, {"h", 2}, {"w", 1}, {"c", 1}, {"out_h", 4}, {"out_w", 1}});
+  expect_all_variants("resize_bilinear_grad", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, {0, 0}}), {3.25f, 6.75f});
+  cc = config("resize_bilinear", {{"n", 1}, {"h", 2}, {"w", 1}, {"c", 1}, {"out_h", 4}, {"out_w", 1}});
+  expect_all_variants("resize_bilinear", cc, inputs_from(cc.problem, {{0, 8}}), {0, 2, 6, 8});
+}
+
+TEST(Examples, ResizeBilinearAlignCorners) {
+  // align_corners: scale (3-1)/(5-1) = 0.5, source rows 0, 0.5, 1, 1.5, 2.
+  auto cc = config("resize_bilinear", {{"n", 1}, {"h", 3}, {"w", 1}, {"c", 1}, {"out_h", 5}, {"out_w", 1}, {"align_corners", true}, {"half_pixel_centers", false}});
+  expect_all_variants("resize_bilinear", cc, inputs_from(cc.problem, {{0, 4, 12}}), {0, 2, 4, 8, 12});
+}
+
+TEST(Examples, ResizeNearest) {
+  // Half-pixel nearest: source index floor((i + 0.5) * 2/4) = 0, 0, 1, 1.
+  auto cc = config("resize_nearest", {{"n", 1}, {"h", 2}, {"w", 1}, {"c", 1}, {"out_h", 4}, {"out_w", 1}});
+  expect_all_variants("resize_nearest", cc, inputs_from(cc.problem, {{5, 7}}), {5, 5, 7, 7});
+  cc = config("resize_nearest_grad", {{"n", 1}, {"h", 2}, {"w", 1}, {"c", 1}, {"out_h", 4}, {"out_w", 1}});
+  expect_all_variants("resize_nearest_grad", cc, inputs_from(cc.problem, {{1, 2, 3, 4}}), {3, 7});
+}
+
+TEST(Examples, ScatterFamily) {
+  auto cc = config("scatter_add", {{"rows", 3}, {"depth", 1}, {"updates", 3}});
+  expect_all_variants("scatter_add", cc, inputs_from(cc.problem, {{100, 200, 300}, {0, 2, 0}, {1, 2, 3}}), {104, 200, 302});
+  cc = config("scatter_nd_add", {{"dim0", 2}, {"dim1", 2}, {"depth", 1}, {"updates", 2}});
+  expect_all_variants("scatter_nd_add", cc, inputs_from(cc.problem, {{0, 0, 0, 0}, {1, 0, 1, 0}, {5, 6}}), {0, 0, 11, 0});
+  // Negative segment ids are dropped.
+  cc = config("unsorted_segment_sum", {{"rows", 4}, {"depth", 2}, {"num_segments", 2}});
+  expect_all_variants("unsorted_segment_sum", cc, inputs_from(cc.problem, {{1, 2, 3, 4, 5, 6, 7, 8}, {1, -1, 1, 0}}),
+                      {7, 8, 6, 8});
+}
+
+TEST(Examples, CropAndResize) {
+  // 3x3 image 0..8. Box [0,0,1,1] with a 3x3 crop samples every pixel; box [0,0,0.5,0.5] with
+  // a 2x2 crop samples rows/cols 0 and 1; a box entirely above the image extrapolates.
+  auto cc = config("crop_and_resize", {{"batch", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"boxes", 1}, {"crop_h", 3}, {"crop_w", 3}});
+  const std::vector<double> image{0, 1, 2, 3, 4, 5, 6, 7, 8};
+  expect_all_variants("crop_and_resize", cc, inputs_from(cc.problem, {image, {0, 0, 1, 1}, {0}}), {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  cc = config("crop_and_resize", {{"batch", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"boxes", 2}, {"crop_h", 2}, {"crop_w", 2}, {"extrapolation_value", -1}});
+  expect_all_variants("crop_and_resize", cc, inputs_from(cc.problem, {image, {0, 0, 0.5, 0.5, -1, 0, -0.5, 1}, {0, 0}}),
+                      {0, 1, 3, 4, -1, -1, -1, -1});
+  // The half-way sample between pixels 0 and 1 (bilinear) and its gradient.
+  cc = config("crop_and_resize", {{"batch", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"boxes", 1}, {"crop_h", 1}, {"crop_w", 1}});
+  expect_all_variants("crop_and_resize", cc, inputs_from(cc.problem, {image, {0, 0, 0, 0.5}, {0}}), {0.5f});
+  cc = config("crop_and_resize_grad_image", {{"batch", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"boxes", 1}, {"crop_h", 1}, {"crop_w", 1}});
+  expect_all_variants("crop_and_resize_grad_image", cc, inputs_from(cc.problem, {{4}, {0, 0, 0, 0.5}, {0}}),
+                      {2, 2, 0, 0, 0, 0, 0, 0, 0});
+}
+
+// ---- adjoint identities ------------------------------------------------------------------
+
+double dot(const HostTensor& a, const HostTensor& b) {
+  double s = 0;
+  for (std::int64_t i = 0; i < a.desc().numel(); ++i) s += static_cast<double>(a.as<float>()[i]) * b.as<float>()[i];
+  return s;
+}
+
+HostTensor random_tensor(const TensorDesc& d, std::uint64_t seed) {
+  HostTensor t(d);
+  const CounterRng rng(seed, 99);
+  for (std::int64_t i = 0; i < d.numel(); ++i) t.as<float>()[i] = rng.unit_symmetric(static_cast<std::uint64_t>(i));
+  return t;
+}
+
+void expect_close(double a, double b, const std::string& what) {
+  EXPECT_NEAR(a, b, 1e-4 * (1 + std::fabs(a))) << what;
+}
+
+TEST(Adjoint, ResizeGradsAreTheTransposeOfTheForwardOps) {
+  for (const char* kind : {"bilinear", "nearest"}) {
+    for (const auto& params : {nlohmann::json{{"n", 2}, {"h", 5}, {"w", 7}, {"c", 3}, {"out_h", 17}, {"out_w", 9}},
+                               nlohmann::json{{"n", 1}, {"h", 9}, {"w", 6}, {"c", 2}, {"out_h", 4}, {"out_w", 13}, {"align_corners", true}, {"half_pixel_centers", false}},
+                               nlohmann::json{{"n", 1}, {"h", 6}, {"w", 6}, {"c", 2}, {"out_h", 11}, {"out_w", 3}, {"half_pixel_centers", false}}}) {
+      const std::string fwd_op = std::string("resize_") + kind, grad_op = fwd_op + "_grad";
+      const auto fwd = config(fwd_op, params), grad = config(grad_op, params);
+      std::vector<HostTensor> x;
+      x.push_back(random_tensor(fwd.problem.inputs[0], 1));
+      std::vector<HostTensor> g;
+      g.push_back(random_tensor(grad.problem.inputs[0], 2));
+      if (grad.problem.inputs.size() > 1) g.push_back(random_tensor(grad.problem.inputs[1], 3));
+      expect_close(dot(run_variant(fwd_op, "cpu.serial", fwd.problem, x), g[0]),
+                   dot(x[0], run_variant(grad_op, "cpu.serial", grad.problem, g)), grad_op + " " + params.dump());
+    }
+  }
+}
+
+TEST(Adjoint, CropAndResizeGradImageIsTheTransposeOfCropAndResize) {
+  for (const char* method : {"bilinear", "nearest"}) {
+    const nlohmann::json params = {{"batch", 2}, {"h", 11}, {"w", 8}, {"c", 3}, {"boxes", 9}, {"crop_h", 6}, {"crop_w", 5}, {"method", method}};
+    const auto fwd = config("crop_and_resize", params), grad = config("crop_and_resize_grad_image", params);
+    auto fin = make_inputs(*fwd.op, fwd.problem, 5);  // image, boxes (with extrapolation), box_ind
+    std::vector<HostTensor> gin;
+    gin.push_back(random_tensor(grad.problem.inputs[0], 6));
+    gin.push_back(std::move(fin[1]));
+    gin.push_back(std::move(fin[2]));
+    std::vector<HostTensor> f2;
+    f2.push_back(std::move(fin[0]));
+    f2.emplace_back(gin[1].desc());
+    std::memcpy(f2.back().data(), gin[1].data(), gin[1].desc().bytes());
+    f2.emplace_back(gin[2].desc());
+    std::memcpy(f2.back().data(), gin[2].data(), gin[2].desc().bytes());
+    expect_close(dot(run_variant("crop_and_resize", "cpu.serial", fwd.problem, f2), gin[0]),
+                 dot(f2[0], run_variant("crop_and_resize_grad_image", "cpu.serial", grad.problem, gin)), method);
+  }
+}
+
+// A naive forward convolution, written independently of the kernels, for the adjoint test.
+std::vector<double> conv_forward(const nlohmann::json& p, const HostTensor& x, const HostTensor& w, std::int64_t oh, std::int64_t ow,
+                                 std::int64_t pad_t, std::int64_t pad_l) {
+  const std::int64_t n = p["n"], h = p["h"], wd = p["w"], ci = p["ci"], co = p["co"], kh = p["kh"], kw = p["kw"];
+  const std::int64_t sh = p.value("stride_h", 1), sw = p.value("stride_w", 1), dh = p.value("dilation_h", 1), dw = p.value("dilation_w", 1);
+  std::vector<double> y(static_cast<std::size_t>(n * oh * ow * co), 0.0);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j)
+        for (std::int64_t o = 0; o < co; ++o)
+          for (std::int64_t a = 0; a < kh; ++a)
+            for (std::int64_t c = 0; c < kw; ++c)
+              for (std::int64_t k = 0; k < ci; ++k) {
+                const std::int64_t r = i * sh - pad_t + a * dh, s = j * sw - pad_l + c * dw;
+                if (r < 0 || r >= h || s < 0 || s >= wd) continue;
+                y[static_cast<std::size_t>(((b * oh + i) * ow + j) * co + o)] +=
+                    static_cast<double>(x.as<float>()[((b * h + r) * wd + s) * ci + k]) * w.as<float>()[((a * kw + c) * ci + k) * co + o];
+              }
+  return y;
+}
+
+TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConv) {
+  for (const auto& p : {nlohmann::json{{"n", 2}, {"h", 7}, {"w", 6}, {"ci", 3}, {"co", 4}, {"kh", 3}, {"kw", 2}},
+                        nlohmann::json{{"n", 1}, {"h", 9}, {"w", 8}, {"ci", 2}, {"co", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 3}, {"padding", "VALID"}},
+                        nlohmann::json{{"n", 1}, {"h", 8}, {"w", 9}, {"ci", 2}, {"co", 2}, {"kh", 2}, {"kw", 3}, {"stride_h", 3}, {"dilation_w", 2}}}) {
+    const auto bd = config("conv2d_bwd_data", p), bf = config("conv2d_bwd_filter", p);
+    const TensorDesc& dy_desc = bd.problem.inputs[1];
+    const std::int64_t oh = dy_desc.shape[1], ow = dy_desc.shape[2];
+    // Padding as TensorFlow computes it, re-derived here rather than taken from the kernels.
+    auto pad = [&](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t d) {
+      if (p.value("padding", "SAME") == "VALID") return std::int64_t{0};
+      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
+    };
+    const std::int64_t pt = pad(p["h"], oh, p["kh"], p.value("stride_h", 1), p.value("dilation_h", 1));
+    const std::int64_t pl = pad(p["w"], ow, p["kw"], p.value("stride_w", 1), p.value("dilation_w", 1));
+    const HostTensor x = random_tensor(bf.problem.inputs[0], 1), w = random_tensor(bd.problem.inputs[0], 2);
+    const HostTensor dy = random_tensor(dy_desc, 3);
+    const auto y = conv_forward(p, x, w, oh, ow, pt, pl);
+    double y_dot_dy = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) y_dot_dy += y[i] * dy.as<float>()[i];
+    std::vector<HostTensor> din, fin;
+    din.emplace_back(w.desc()); std::memcpy(din.back().data(), w.data(), w.desc().bytes());
+    din.emplace_back(dy.desc()); std::memcpy(din.back().data(), dy.data(), dy.desc().bytes());
+    fin.emplace_back(x.desc()); std::memcpy(fin.back().data(), x.data(), x.desc().bytes());
+    fin.emplace_back(dy.desc()); std::memcpy(fin.back().data(), dy.data(), dy.desc().bytes());
+    expect_close(y_dot_dy, dot(x, run_variant("conv2d_bwd_data", "cpu.serial", bd.problem, din)), "bwd_data " + p.dump());
+    expect_close(y_dot_dy, dot(w, run_variant("conv2d_bwd_filter", "cpu.serial", bf.problem, fin)), "bwd_filter " + p.dump());
+  }
+}
+
+TEST(Adjoint, CropAndResizeGradBoxesMatchesFiniteDifferences) {
+  // L(boxes) = <crop_and_resize(image, boxes), grads> is piecewise linear in each coordinate
+  // away from pixel boundaries, so a central difference in double agrees with the gradient.
+  const nlohmann::json p = {{"batch", 1}, {"h", 9}, {"w", 11}, {"c", 2}, {"boxes", 3}, {"crop_h", 4}, {"crop_w", 5}};
+  const auto fwd = config("crop_and_resize", p), gb = config("crop_and_resize_grad_boxes", p);
+  const HostTensor image = random_tensor(fwd.problem.inputs[0], 1), grads = random_tensor(gb.problem.inputs[0], 2);
+  // No sample may land exactly on a pixel centre: there floor == ceil and the gradient is one
+  // of two one-sided values (TensorFlow's formula picks one), so the difference would straddle
+  // a kink.
+  const std::vector<double> boxes = {0.13, 0.21, 0.71, 0.83, 0.62, 0.05, 0.18, 0.57, 0.31, 0.43, 0.87, 0.74};
+  auto loss = [&](const std::vector<double>& b) {
+    std::vector<std::vector<double>> vals(3);
+    vals[0].assign(image.as<float>(), image.as<float>() + image.desc().numel());
+    vals[1] = b;
+    vals[2] = {0, 0, 0};
+    const auto in = inputs_from(fwd.problem, vals);
+    return dot(run_variant("crop_and_resize", "cpu.serial", fwd.problem, in), grads);
+  };
+  std::vector<std::vector<double>> gvals(4);
+  gvals[0].assign(grads.as<float>(), grads.as<float>() + grads.desc().numel());
+  gvals[1].assign(image.as<float>(), image.as<float>() + image.desc().numel());
+  gvals[2] = boxes;
+  gvals[3] = {0, 0, 0};
+  const auto analytic = values(run_variant("crop_and_resize_grad_boxes", "cpu.serial", gb.problem, inputs_from(gb.problem, gvals)));
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    const double h = 1e-3;
+    auto up = boxes, down = boxes;
+    up[i] += h;
+    down[i] -= h;
+    EXPECT_NEAR((loss(up) - loss(down)) / (2 * h), analytic[i], 2e-2 * (1 + std::fabs(analytic[i]))) << "coordinate " << i;
+  }
+}
+
+}  // namespace
+}  // namespace d9m

@@ -1,0 +1,214 @@
+// The store: creation, refusal of anything that is not a d9m store (leaving it untouched),
+// concurrent writers, and verify's consistency checks.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/digest.h"
+#include "harness/error.h"
+#include "harness/sqlite.h"
+#include "harness/store.h"
+#include "harness/verify.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("d9m_store_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
+    fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static std::string contents(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  static void write(const std::string& p, const std::string& bytes) {
+    std::ofstream(p, std::ios::binary) << bytes;
+  }
+
+  // Opening must fail with an environment error whose message contains `expect`, and leave
+  // the file (and its folder) exactly as they were.
+  void expect_refused(const std::string& p, Store::Mode mode, const std::string& expect) {
+    const bool existed = fs::exists(p);
+    const std::string before = existed ? contents(p) : "";
+    const auto entries_before = std::distance(fs::directory_iterator(dir_), fs::directory_iterator());
+    try {
+      Store::open(p, mode);
+      ADD_FAILURE() << "opened " << p;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::environment);
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fs::exists(p), existed);
+    if (existed) {
+      EXPECT_EQ(contents(p), before) << "the file was modified";
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), entries_before) << "files were left behind";
+  }
+
+  static void write_run(Store& s, const std::string& tag, int cases, int trials) {
+    const Fingerprint fp = fingerprint_from_json({{"test", "stack"}});
+    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", trials, 1};
+    const std::string run = s.begin_run(fp, info);
+    for (int c = 0; c < cases; ++c) {
+      CaseRecord rec{"", "op", "cpu.serial", "cpu", tag + std::to_string(c), "cid", "{}", 1, "in", "float32", "[1]"};
+      rec.id = Store::case_id(rec);
+      CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", trials, 1, 10, 5};
+      std::vector<TrialRecord> ts;
+      for (int t = 0; t < trials; ++t) ts.push_back({t, "d", 10, std::nullopt});
+      s.put_case(run, rec, cr, ts);
+    }
+    s.finish_run(run, "complete");
+  }
+  fs::path dir_;
+};
+
+std::int64_t count(const Store& s, const std::string& table) {
+  sql::Statement st(s.db(), "SELECT count(*) FROM " + table);
+  st.step();
+  return st.integer(0);
+}
+
+TEST_F(StoreTest, CreatesAStoreWithItsIdentityAndWal) {
+  {
+    Store s = Store::open(path("a.sqlite"), Store::Mode::read_write);
+    write_run(s, "c", 3, 4);
+  }
+  Store s = Store::open(path("a.sqlite"), Store::Mode::read_only);
+  sql::Statement a(s.db(), "PRAGMA application_id");
+  a.step();
+  EXPECT_EQ(a.integer(0), kStoreApplicationId);
+  sql::Statement v(s.db(), "PRAGMA user_version");
+  v.step();
+  EXPECT_EQ(v.integer(0), kStoreSchemaVersion);
+  sql::Statement j(s.db(), "PRAGMA journal_mode");
+  j.step();
+  EXPECT_EQ(j.text(0), "wal");
+  EXPECT_EQ(count(s, "trials"), 12);
+  EXPECT_EQ(count(s, "results"), 3);
+  EXPECT_TRUE(verify_store(s).problems.empty());
+}
+
+TEST_F(StoreTest, RefusesWhatIsNotAD9mStoreAndTouchesNothing) {
+  write(path("random.sqlite"), std::string(5000, '\x7f') + "not sqlite");
+  expect_refused(path("random.sqlite"), Store::Mode::read_write, "is not a SQLite database");
+  expect_refused(path("random.sqlite"), Store::Mode::read_only, "is not a SQLite database");
+
+  {  // a SQLite database of another application
+    sqlite3* db = nullptr;
+    sqlite3_open(path("other.sqlite").c_str(), &db);
+    sql::exec(db, "CREATE TABLE t(x); PRAGMA application_id = 1234;");
+    sqlite3_close(db);
+  }
+  expect_refused(path("other.sqlite"), Store::Mode::read_write, "another application");
+
+  {  // a d9m store from the future
+    Store s = Store::open(path("new.sqlite"), Store::Mode::read_write);
+    sql::exec(s.db(), "PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  expect_refused(path("new.sqlite"), Store::Mode::read_write, "newer d9m (schema 99");
+
+  {  // a truncated store
+    Store s = Store::open(path("full.sqlite"), Store::Mode::read_write);
+    write_run(s, "c", 50, 20);
+    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  std::string bytes = contents(path("full.sqlite"));
+  write(path("cut.sqlite"), bytes.substr(0, bytes.size() / 2));
+  fs::remove(path("full.sqlite"));
+  // SQLite notices a truncated file when it reads a missing page: opening or verify must say so.
+  try {
+    Store s = Store::open(path("cut.sqlite"), Store::Mode::read_only);
+    EXPECT_FALSE(verify_store(s).problems.empty()) << "verify accepted a truncated store";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::environment);
+  }
+
+  write(path("empty.sqlite"), "");
+  expect_refused(path("empty.sqlite"), Store::Mode::read_only, "is empty");
+  expect_refused(path("missing.sqlite"), Store::Mode::read_only, "no such store");
+  expect_refused(path("no/such/folder/d9m.sqlite"), Store::Mode::read_write, "does not exist");
+}
+
+TEST_F(StoreTest, RefusesReadOnlyFilesAndFolders) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores file permissions";
+  { Store s = Store::open(path("ro.sqlite"), Store::Mode::read_write); }
+  fs::permissions(path("ro.sqlite"), fs::perms::owner_read, fs::perm_options::replace);
+  expect_refused(path("ro.sqlite"), Store::Mode::read_write, "not writable");
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec, fs::perm_options::replace);
+  expect_refused(path("new.sqlite"), Store::Mode::read_write, "not writable");
+}
+
+TEST_F(StoreTest, TwoProcessesWritingOneStoreBothLandCompletely) {
+  const std::string p = path("shared.sqlite");
+  std::vector<pid_t> children;
+  for (int k = 0; k < 2; ++k) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Store s = Store::open(p, Store::Mode::read_write);
+        write_run(s, "proc" + std::to_string(k) + "_", 40, 25);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", k, e.what());
+        rc = 1;
+      }
+      std::_Exit(rc);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  Store s = Store::open(p, Store::Mode::read_only);
+  EXPECT_EQ(count(s, "runs"), 2);
+  EXPECT_EQ(count(s, "case_runs"), 80);
+  EXPECT_EQ(count(s, "trials"), 2000);
+  EXPECT_TRUE(verify_store(s).problems.empty());
+}
+
+TEST_F(StoreTest, VerifyFindsEditedDeletedAndInconsistentRows) {
+  const std::string p = path("v.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    write_run(s, "c", 3, 5);
+  }
+  const std::vector<std::string> edits = {
+      "UPDATE trials SET digest = 'x' WHERE rowid = (SELECT min(rowid) FROM trials WHERE trial = 2)",
+      "DELETE FROM trials WHERE trial = 3 AND rowid = (SELECT min(rowid) FROM trials WHERE trial = 3)",
+      "UPDATE case_runs SET status = 'NONDETERMINISTIC' WHERE rowid = 1",
+      "UPDATE cases SET params = '{\"n\":2}' WHERE rowid = 1",
+      "UPDATE fingerprints SET canonical = '{}'",
+  };
+  const std::string pristine = contents(p);
+  for (const auto& edit : edits) {
+    write(p, pristine);
+    {
+      Store s = Store::open(p, Store::Mode::read_write);
+      sql::exec(s.db(), "PRAGMA foreign_keys = OFF; " + edit);
+    }
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_FALSE(verify_store(s).problems.empty()) << "verify missed: " << edit;
+  }
+}
+
+}  // namespace
+}  // namespace d9m
