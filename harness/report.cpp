@@ -63,7 +63,9 @@ std::string status_cell(const std::vector<const CaseResult*>& rs) {
   if (rs.empty()) return "-";
   bool any_error = false, any_d = false, any_u = false, broken = false;
   const CaseResult* worst_nd = nullptr;
+  std::size_t nd_configs = 0;
   for (const auto* r : rs) {
+    nd_configs += r->status == Status::nondeterministic;
     any_error |= r->status == Status::error;
     any_d |= r->status == Status::deterministic;
     any_u |= r->status == Status::unsupported;
@@ -72,7 +74,10 @@ std::string status_cell(const std::vector<const CaseResult*>& rs) {
   }
   std::string c;
   if (any_error) c = "E";
-  else if (worst_nd) c = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
+  else if (worst_nd) {
+    c = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
+    if (nd_configs < rs.size()) c += " (" + std::to_string(nd_configs) + " of " + std::to_string(rs.size()) + " configs)";
+  }
   else if (any_d) c = "D";
   else if (any_u) c = "U";
   else c = "-";
@@ -178,7 +183,7 @@ std::string render_markdown(const ReportData& data) {
   }
 
   o << "\nKey: `D` one output digest in every trial of every config; `ND k/N` k distinct digests in N trials "
-       "(worst config); `E` error; `U` the variant does not support the config; `-` not run (or skipped) on that "
+       "(worst config; \"m of n configs\" when not every config diverged); `E` error; `U` the variant does not support the config; `-` not run (or skipped) on that "
        "stack. Claim: what the variant is expected to be and who says so (design, vendor-doc, vendor-api).\n\n";
   for (const auto& [op, s] : solutions) {
     const auto [lo, hi] = std::minmax_element(s.ratios.begin(), s.ratios.end());
