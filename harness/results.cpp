@@ -62,7 +62,7 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
         if (it == d.stacks.end()) {
           StackInfo si;
           si.id = id;
-          si.label = "S" + std::to_string(d.stacks.size() + 1);
+          si.label = std::string("S").append(std::to_string(d.stacks.size() + 1));
           si.fingerprint = json::parse(s.text(1), nullptr, false);
           d.stacks.push_back(std::move(si));
           it = d.stacks.end() - 1;
