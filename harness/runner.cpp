@@ -155,6 +155,20 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
   executors[Backend::cuda] = make_cuda_executor();
 
   Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
+  // A run that stops on an environment error (store full, outputs folder gone) is marked
+  // interrupted, so it never stays "running" in the store.
+  struct MarkInterruptedOnError {
+    Store& store;
+    const std::string& run_id;
+    bool armed = true;
+    ~MarkInterruptedOnError() {
+      if (!armed) return;
+      try {
+        store.finish_run(run_id, "interrupted");
+      } catch (...) {  // the store may be the thing that failed; the original error is reported
+      }
+    }
+  } guard{store, summary.run_id};
   std::map<const CatalogConfig*, PreparedConfig> prepared;  // inputs are made once per config
   std::int64_t index = 0;
   for (const auto& pc : cases) {
@@ -242,6 +256,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
     ++index;
   }
   progress.done();
+  guard.armed = false;
   summary.interrupted = g_stop.load();
   store.finish_run(summary.run_id, summary.interrupted ? "interrupted" : "complete");
   return summary;

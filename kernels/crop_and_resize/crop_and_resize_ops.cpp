@@ -41,6 +41,14 @@ void fill_boxes(FillTarget& t, const Geometry& g, FillMode mode) {
   }
 }
 
+// (image or grads, boxes, box_ind): the arguments of the forward op and of grad_image.
+void fill_tensor_boxes_indices(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
+  const auto& g = pr.geom<Geometry>();
+  fill::floats(in[0], mode);
+  fill_boxes(in[1], g, mode);
+  fill::integers(in[2], 0, static_cast<std::int32_t>(g.batch));
+}
+
 Shape image_shape(const Geometry& g) { return {g.batch, g.h, g.w, g.c}; }
 Shape crops_shape(const Geometry& g) { return {g.boxes, g.crop_h, g.crop_w, g.c}; }
 
@@ -55,12 +63,7 @@ D9M_REGISTER_OP(OpDef{
       return Problem{{op::f32("image", image_shape(g)), op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
                      op::f32("crops", crops_shape(g)), g};
     },
-    .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
-      const auto& g = pr.geom<Geometry>();
-      fill::floats(in[0], mode);
-      fill_boxes(in[1], g, mode);
-      fill::integers(in[2], 0, static_cast<std::int32_t>(g.batch));
-    }});
+    .fill = fill_tensor_boxes_indices});
 
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_image", .family = "crop_and_resize",
@@ -71,12 +74,7 @@ D9M_REGISTER_OP(OpDef{
       return Problem{{op::f32("grads", crops_shape(g)), op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
                      op::f32("output", image_shape(g)), g};
     },
-    .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
-      const auto& g = pr.geom<Geometry>();
-      fill::floats(in[0], mode);
-      fill_boxes(in[1], g, mode);
-      fill::integers(in[2], 0, static_cast<std::int32_t>(g.batch));
-    }});
+    .fill = fill_tensor_boxes_indices});
 
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_boxes", .family = "crop_and_resize",

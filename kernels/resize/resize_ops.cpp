@@ -31,17 +31,21 @@ void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
   for (auto& t : in) fill::floats(t, mode);
 }
 
+// The forward ops: images at the small size in, the resized images out.
+OpDef forward_op(std::string name, std::string summary) {
+  return OpDef{.name = std::move(name), .family = "resize", .summary = std::move(summary),
+               .params = resize_params(), .tolerance = 0.0,
+               .plan = [](const Params& p) {
+                 const Geometry g = geometry(p);
+                 return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
+               },
+               .fill = fill_floats};
+}
+
 }  // namespace
 
-D9M_REGISTER_OP(OpDef{
-    .name = "resize_bilinear", .family = "resize",
-    .summary = "ResizeBilinear (NHWC, TF coordinate rules)",
-    .params = resize_params(), .tolerance = 0.0,
-    .plan = [](const Params& p) {
-      const Geometry g = geometry(p);
-      return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
-    },
-    .fill = fill_floats});
+D9M_REGISTER_OP(forward_op("resize_bilinear", "ResizeBilinear (NHWC, TF coordinate rules)"));
+D9M_REGISTER_OP(forward_op("resize_nearest", "ResizeNearestNeighbor (NHWC, TF coordinate rules)"));
 
 D9M_REGISTER_OP(OpDef{
     .name = "resize_bilinear_grad", .family = "resize",
@@ -51,16 +55,6 @@ D9M_REGISTER_OP(OpDef{
       const Geometry g = geometry(p);
       return Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))},
                      op::f32("output", small(g)), g};
-    },
-    .fill = fill_floats});
-
-D9M_REGISTER_OP(OpDef{
-    .name = "resize_nearest", .family = "resize",
-    .summary = "ResizeNearestNeighbor (NHWC, TF coordinate rules)",
-    .params = resize_params(), .tolerance = 0.0,
-    .plan = [](const Params& p) {
-      const Geometry g = geometry(p);
-      return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
     },
     .fill = fill_floats});
 
