@@ -3,7 +3,10 @@
 //   bias_add_grad(out_backprop[N,H,W,C]) -> output[c] = sum over n,h,w of out_backprop[n,h,w,c]
 // The reference sums rows (n,h,w) in increasing flat order, starting from +0.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/common/hd.h"
 
 namespace d9m::bias_add {
 
@@ -17,5 +20,32 @@ struct Geometry {
 // thread per (block, channel) and a second pass, which is why the block size is part of the
 // contract and not a tuning knob.
 inline constexpr std::int64_t kRowsPerBlock = 256;
+
+// Scatter form of bias_add_grad: source = one row (n,h,w); it adds its C values to the C outputs.
+struct GradRows {
+  std::int64_t channels;
+  const float* out_backprop;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t row, Emit& emit) const {
+    const auto c = static_cast<std::size_t>(channels);
+    for (std::size_t k = 0; k < c; ++k) emit(k, out_backprop[row * c + k]);
+  }
+};
+
+// bias_add as 2*N*H*W*C separate adds onto -0 (the atomic variants): sources [0, n) add value,
+// sources [n, 2n) add the broadcast bias. Two commutative addends: any order, the same bits.
+struct BiasSplat {
+  std::size_t elements;
+  std::int64_t channels;
+  const float* value;
+  const float* bias;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    if (s < elements) emit(s, value[s]);
+    else emit(s - elements, bias[(s - elements) % static_cast<std::size_t>(channels)]);
+  }
+};
 
 }  // namespace d9m::bias_add

@@ -46,24 +46,12 @@ void forward_atomic(const KernelArgs& a) {
   float* out = a.out<float>();
   const std::size_t n = sz(g.rows * g.channels);
   std::fill(out, out + n, -0.0f);
-  accumulate::atomic(*a.exec.pool, 2 * n, out, [&](std::size_t s, auto& emit) {
-    if (s < n)
-      emit(s, value[s]);
-    else
-      emit(s - n, bias[(s - n) % sz(g.channels)]);
-  });
+  accumulate::atomic(*a.exec.pool, 2 * n, out, BiasSplat{n, g.channels, value, bias});
 }
 
 // ---- bias_add_grad -----------------------------------------------------------------------
 
-// Source = one row (n,h,w); it adds its C values into the C outputs.
-auto grad_rows(const KernelArgs& a) {
-  const auto& g = a.problem.geom<Geometry>();
-  const float* dy = a.in<float>(0);
-  return [dy, c = sz(g.channels)](std::size_t row, auto& emit) {
-    for (std::size_t k = 0; k < c; ++k) emit(k, dy[row * c + k]);
-  };
-}
+GradRows grad_rows(const KernelArgs& a) { return {a.problem.geom<Geometry>().channels, a.in<float>(0)}; }
 
 void grad_serial(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();

@@ -11,8 +11,10 @@
 // with ih = oh*stride_h - pad_top + kh*dilation_h (and likewise iw). Products are rounded
 // before they are added (no fma): the build turns contraction off.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/hd.h"
 #include "kernels/common/window.h"
 
 namespace d9m::conv {
@@ -24,7 +26,7 @@ struct Geometry {
 
 // Calls visit(ih, iw, kh, kw) for every in-range tap of output position (oh, ow).
 template <class Visit>
-inline void taps(const Geometry& g, std::int64_t oh, std::int64_t ow, Visit&& visit) {
+D9M_HD inline void taps(const Geometry& g, std::int64_t oh, std::int64_t ow, Visit&& visit) {
   for (std::int64_t kh = 0; kh < g.y.k; ++kh) {
     const std::int64_t ih = oh * g.y.stride - g.y.pad_before + kh * g.y.dilation;
     if (ih < 0 || ih >= g.y.in) continue;
@@ -35,5 +37,53 @@ inline void taps(const Geometry& g, std::int64_t oh, std::int64_t ow, Visit&& vi
     }
   }
 }
+
+// Scatter form of conv2d_bwd_data: source = forward output position (n, oh, ow).
+struct BwdDataTaps {
+  Geometry g;
+  const float* filter;
+  const float* out_backprop;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto pos = static_cast<std::int64_t>(s);
+    const std::int64_t ow = pos % g.x.out, oh = (pos / g.x.out) % g.y.out, n = pos / g.x.out / g.y.out;
+    const float* dy = out_backprop + pos * g.co;
+    const Geometry& gg = g;
+    const float* w = filter;
+    taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
+      const std::int64_t dx_base = ((n * gg.y.in + ih) * gg.x.in + iw) * gg.ci;
+      const float* w_tap = w + (kh * gg.x.k + kw) * gg.ci * gg.co;
+      for (std::int64_t ci = 0; ci < gg.ci; ++ci)
+        for (std::int64_t co = 0; co < gg.co; ++co)
+          emit(static_cast<std::size_t>(dx_base + ci), dy[co] * w_tap[ci * gg.co + co]);
+    });
+  }
+};
+
+// Scatter form of conv2d_bwd_filter: source = forward output position (n, oh, ow).
+struct BwdFilterTaps {
+  Geometry g;
+  const float* input;
+  const float* out_backprop;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto pos = static_cast<std::int64_t>(s);
+    const std::int64_t ow = pos % g.x.out, oh = (pos / g.x.out) % g.y.out, n = pos / g.x.out / g.y.out;
+    const float* dy = out_backprop + pos * g.co;
+    const Geometry& gg = g;
+    const float* x = input;
+    taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
+      const float* x_row = x + ((n * gg.y.in + ih) * gg.x.in + iw) * gg.ci;
+      const std::int64_t dw_base = (kh * gg.x.k + kw) * gg.ci * gg.co;
+      for (std::int64_t ci = 0; ci < gg.ci; ++ci)
+        for (std::int64_t co = 0; co < gg.co; ++co)
+          emit(static_cast<std::size_t>(dw_base + ci * gg.co + co), x_row[ci] * dy[co]);
+    });
+  }
+};
+
+inline std::size_t positions(const Geometry& g) { return static_cast<std::size_t>(g.n * g.y.out * g.x.out); }
 
 }  // namespace d9m::conv

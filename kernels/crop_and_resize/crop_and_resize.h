@@ -12,29 +12,153 @@
 // TensorFlow's CPU kernels (crop_and_resize_op.cc), including its double-precision 0.5 terms.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/common/hd.h"
 
 namespace d9m::crop_and_resize {
 
+using I = std::int64_t;
+
 struct Geometry {
-  std::int64_t batch = 0, h = 0, w = 0, c = 0, boxes = 0, crop_h = 0, crop_w = 0;
+  I batch = 0, h = 0, w = 0, c = 0, boxes = 0, crop_h = 0, crop_w = 0;
   bool bilinear = true;
   float extrapolation_value = 0.0f;
 };
 
-// Sample coordinate of crop index i along one axis of extent `extent` (H or W).
-struct AxisSample {
-  float scale = 0.0f;  // height_scale / width_scale
-  float at(float lo, float hi, std::int64_t crop, std::int64_t extent, std::int64_t i) const {
-    return crop > 1 ? lo * static_cast<float>(extent - 1) + static_cast<float>(i) * scale
-                    : static_cast<float>(0.5 * (lo + hi) * static_cast<double>(extent - 1));
+struct Box {
+  float y1, x1, y2, x2;
+  I b;  // image index
+};
+
+D9M_HD inline Box box_at(const float* boxes, const std::int32_t* box_ind, I k) {
+  return {boxes[4 * k], boxes[4 * k + 1], boxes[4 * k + 2], boxes[4 * k + 3], box_ind[k]};
+}
+
+// Sample coordinate of crop index i along one axis of extent `extent` (H or W), as TensorFlow.
+D9M_HD inline float sample_at(float lo, float hi, I crop, I extent, I i) {
+  if (crop > 1) {
+    const float scale = (hi - lo) * static_cast<float>(extent - 1) / static_cast<float>(crop - 1);
+    return lo * static_cast<float>(extent - 1) + static_cast<float>(i) * scale;
+  }
+  return static_cast<float>(0.5 * (lo + hi) * static_cast<double>(extent - 1));
+}
+
+D9M_HD inline bool outside(float v, I extent) { return v < 0 || v > static_cast<float>(extent - 1); }
+
+// Forward value of crop element (k, y, x, c).
+D9M_HD inline float crop_value(const Geometry& g, const float* image, const float* boxes,
+                               const std::int32_t* box_ind, I k, I y, I x, I c) {
+  const Box bx = box_at(boxes, box_ind, k);
+  const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+  if (outside(in_y, g.h)) return g.extrapolation_value;
+  const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
+  if (outside(in_x, g.w)) return g.extrapolation_value;
+  if (!g.bilinear) {
+    const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
+    return image[((bx.b * g.h + cy) * g.w + cx) * g.c + c];
+  }
+  const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
+  const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
+  const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+  const float tl = image[((bx.b * g.h + top) * g.w + left) * g.c + c];
+  const float tr = image[((bx.b * g.h + top) * g.w + right) * g.c + c];
+  const float bl = image[((bx.b * g.h + bottom) * g.w + left) * g.c + c];
+  const float br = image[((bx.b * g.h + bottom) * g.w + right) * g.c + c];
+  const float t = tl + (tr - tl) * xl;
+  const float bt = bl + (br - bl) * xl;
+  return t + (bt - t) * yl;
+}
+
+// Scatter form of crop_and_resize_grad_image: source = crop pixel (k, y, x).
+struct GradImageTaps {
+  Geometry g;
+  const float* grads;
+  const float* boxes;
+  const std::int32_t* box_ind;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto px = static_cast<I>(s);
+    const I x = px % g.crop_w, y = (px / g.crop_w) % g.crop_h, k = px / g.crop_w / g.crop_h;
+    const Box bx = box_at(boxes, box_ind, k);
+    const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+    if (outside(in_y, g.h)) return;
+    const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
+    if (outside(in_x, g.w)) return;
+    const float* dy = grads + px * g.c;
+    const I base = bx.b * g.h;
+    if (g.bilinear) {
+      const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
+      const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
+      const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+      for (I c = 0; c < g.c; ++c) {
+        const float dtop = (1 - yl) * dy[c];
+        emit(static_cast<std::size_t>(((base + top) * g.w + left) * g.c + c), (1 - xl) * dtop);
+        emit(static_cast<std::size_t>(((base + top) * g.w + right) * g.c + c), xl * dtop);
+        const float dbottom = yl * dy[c];
+        emit(static_cast<std::size_t>(((base + bottom) * g.w + left) * g.c + c), (1 - xl) * dbottom);
+        emit(static_cast<std::size_t>(((base + bottom) * g.w + right) * g.c + c), xl * dbottom);
+      }
+    } else {
+      const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
+      for (I c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(((base + cy) * g.w + cx) * g.c + c), dy[c]);
+    }
   }
 };
 
-inline AxisSample axis(float lo, float hi, std::int64_t crop, std::int64_t extent) {
-  return {crop > 1 ? (hi - lo) * static_cast<float>(extent - 1) / static_cast<float>(crop - 1) : 0.0f};
-}
+// Scatter form of crop_and_resize_grad_boxes: source = crop pixel (k, y, x); it adds to the
+// four coordinates of box k, in TensorFlow's order y1, y2, x1, x2 per channel.
+struct GradBoxesTaps {
+  Geometry g;
+  const float* grads;
+  const float* image;
+  const float* boxes;
+  const std::int32_t* box_ind;
 
-inline bool outside(float v, std::int64_t extent) { return v < 0 || v > static_cast<float>(extent - 1); }
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto px = static_cast<I>(s);
+    const I x = px % g.crop_w, y = (px / g.crop_w) % g.crop_h, k = px / g.crop_w / g.crop_h;
+    const Box bx = box_at(boxes, box_ind, k);
+    const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+    if (outside(in_y, g.h)) return;
+    const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
+    if (outside(in_x, g.w)) return;
+    const float height_ratio = g.crop_h > 1 ? static_cast<float>(g.h - 1) / static_cast<float>(g.crop_h - 1) : 0.0f;
+    const float width_ratio = g.crop_w > 1 ? static_cast<float>(g.w - 1) / static_cast<float>(g.crop_w - 1) : 0.0f;
+    const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
+    const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
+    const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+    const auto kk = static_cast<std::size_t>(k);
+    const float* dy = grads + px * g.c;
+    const float* tl = image + ((bx.b * g.h + top) * g.w + left) * g.c;
+    const float* tr = image + ((bx.b * g.h + top) * g.w + right) * g.c;
+    const float* bl = image + ((bx.b * g.h + bottom) * g.w + left) * g.c;
+    const float* br = image + ((bx.b * g.h + bottom) * g.w + right) * g.c;
+    const double half_h = 0.5 * static_cast<double>(g.h - 1), half_w = 0.5 * static_cast<double>(g.w - 1);
+    for (I c = 0; c < g.c; ++c) {
+      float image_grad_y = (1 - xl) * (bl[c] - tl[c]) + xl * (br[c] - tr[c]);
+      float image_grad_x = (1 - yl) * (tr[c] - tl[c]) + yl * (br[c] - bl[c]);
+      image_grad_y *= dy[c];
+      image_grad_x *= dy[c];
+      if (g.crop_h > 1) {
+        emit(4 * kk + 0, image_grad_y * (static_cast<float>(g.h - 1) - static_cast<float>(y) * height_ratio));
+        emit(4 * kk + 2, image_grad_y * (static_cast<float>(y) * height_ratio));
+      } else {
+        emit(4 * kk + 0, static_cast<float>(image_grad_y * half_h));
+        emit(4 * kk + 2, static_cast<float>(image_grad_y * half_h));
+      }
+      if (g.crop_w > 1) {
+        emit(4 * kk + 1, image_grad_x * (static_cast<float>(g.w - 1) - static_cast<float>(x) * width_ratio));
+        emit(4 * kk + 3, image_grad_x * (static_cast<float>(x) * width_ratio));
+      } else {
+        emit(4 * kk + 1, static_cast<float>(image_grad_x * half_w));
+        emit(4 * kk + 3, static_cast<float>(image_grad_x * half_w));
+      }
+    }
+  }
+};
 
 }  // namespace d9m::crop_and_resize

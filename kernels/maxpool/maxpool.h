@@ -7,8 +7,10 @@
 // the reference adds windows in increasing (n, oh, ow, c) order. orig_output is the forward max
 // pool of orig_input, generated so the arguments are consistent.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/hd.h"
 #include "kernels/common/window.h"
 
 namespace d9m::maxpool {
@@ -20,7 +22,7 @@ struct Geometry {
 
 // Flat NHWC index of the first maximum of the window at (n, oh, ow, c), or -1 if the window
 // lies entirely in padding (impossible with TensorFlow's padding, kept for safety).
-inline std::int64_t argmax(const Geometry& g, const float* in, std::int64_t n, std::int64_t oh,
+D9M_HD inline std::int64_t argmax(const Geometry& g, const float* in, std::int64_t n, std::int64_t oh,
                            std::int64_t ow, std::int64_t c) {
   std::int64_t best = -1;
   float best_value = 0.0f;
@@ -39,5 +41,22 @@ inline std::int64_t argmax(const Geometry& g, const float* in, std::int64_t n, s
   }
   return best;
 }
+
+// Scatter form: source = one window (n, oh, ow, c) in flat NHWC order of grad; it adds its
+// gradient at the window's first maximum.
+struct WindowGrads {
+  Geometry g;
+  const float* orig_input;
+  const float* grad;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto i = static_cast<std::int64_t>(s);
+    const std::int64_t c = i % g.c, ow = (i / g.c) % g.x.out, oh = (i / g.c / g.x.out) % g.y.out,
+                       n = i / g.c / g.x.out / g.y.out;
+    const std::int64_t at = argmax(g, orig_input, n, oh, ow, c);
+    if (at >= 0) emit(static_cast<std::size_t>(at), grad[s]);
+  }
+};
 
 }  // namespace d9m::maxpool

@@ -8,15 +8,8 @@
 namespace d9m::maxpool {
 namespace {
 
-auto windows(const KernelArgs& a) {
-  return [&g = a.problem.geom<Geometry>(), x = a.in<float>(0), dy = a.in<float>(2)](
-             std::size_t s, auto& emit) {
-    const auto i = static_cast<std::int64_t>(s);
-    const std::int64_t c = i % g.c, ow = (i / g.c) % g.x.out, oh = (i / g.c / g.x.out) % g.y.out,
-                       n = i / g.c / g.x.out / g.y.out;
-    const std::int64_t at = argmax(g, x, n, oh, ow, c);
-    if (at >= 0) emit(static_cast<std::size_t>(at), dy[s]);
-  };
+WindowGrads windows(const KernelArgs& a) {
+  return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(2)};
 }
 
 }  // namespace

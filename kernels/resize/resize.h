@@ -15,20 +15,17 @@
 // The grads share the forward mapping (grads are at the resized size).
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "kernels/common/hd.h"
 
 namespace d9m::resize {
 
-struct Axis {
-  std::vector<std::int64_t> lower, upper;  // bilinear taps per output index
-  std::vector<float> lerp;
-  std::vector<std::int64_t> nearest;       // nearest tap per output index
-};
-
 struct Geometry {
   std::int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;  // h, w: small side; oh, ow: resized
-  Axis y, x;
+  bool align_corners = false, half_pixel_centers = true;
+  float y_scale = 0, x_scale = 0;                         // source pixels per resized pixel
 };
 
 inline float resize_scale(std::int64_t in, std::int64_t out, bool align_corners) {
@@ -36,23 +33,89 @@ inline float resize_scale(std::int64_t in, std::int64_t out, bool align_corners)
                                     : static_cast<float>(in) / static_cast<float>(out);
 }
 
-inline Axis make_axis(std::int64_t in, std::int64_t out, bool align_corners, bool half_pixel) {
-  Axis a;
-  const float scale = resize_scale(in, out, align_corners);
-  for (std::int64_t i = 0; i < out; ++i) {
-    const float fi = static_cast<float>(i);
-    const float c = half_pixel ? (fi + 0.5f) * scale - 0.5f : fi * scale;
-    const float cf = std::floor(c);
-    a.lower.push_back(std::max<std::int64_t>(static_cast<std::int64_t>(cf), 0));
-    a.upper.push_back(std::min<std::int64_t>(static_cast<std::int64_t>(std::ceil(c)), in - 1));
-    a.lerp.push_back(c - cf);
-    const float cn = half_pixel ? (fi + 0.5f) * scale : fi * scale;
-    std::int64_t k = std::min<std::int64_t>(
-        static_cast<std::int64_t>(align_corners ? std::round(cn) : std::floor(cn)), in - 1);
-    if (half_pixel) k = std::max<std::int64_t>(k, 0);
-    a.nearest.push_back(k);
-  }
-  return a;
+struct BilinearTap {
+  std::int64_t lower, upper;
+  float lerp;
+};
+
+// Computed per index rather than tabulated, so that host and device run the same operations.
+D9M_HD inline BilinearTap bilinear_tap(std::int64_t i, std::int64_t in, float scale, bool half_pixel) {
+  const float fi = static_cast<float>(i);
+  const float c = half_pixel ? (fi + 0.5f) * scale - 0.5f : fi * scale;
+  const float cf = floorf(c);
+  const auto lower = static_cast<std::int64_t>(cf);
+  const auto upper = static_cast<std::int64_t>(ceilf(c));
+  return {lower > 0 ? lower : 0, upper < in - 1 ? upper : in - 1, c - cf};
 }
+
+D9M_HD inline std::int64_t nearest_tap(std::int64_t i, std::int64_t in, float scale, bool align_corners, bool half_pixel) {
+  const float fi = static_cast<float>(i);
+  const float c = half_pixel ? (fi + 0.5f) * scale : fi * scale;
+  std::int64_t k = static_cast<std::int64_t>(align_corners ? roundf(c) : floorf(c));
+  if (k > in - 1) k = in - 1;
+  if (half_pixel && k < 0) k = 0;
+  return k;
+}
+
+// Forward value at resized (n, oy, ox, c).
+D9M_HD inline float bilinear_value(const Geometry& g, const float* in, std::int64_t n, std::int64_t oy,
+                                   std::int64_t ox, std::int64_t c) {
+  const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
+  const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
+  const float tl = in[((n * g.h + ty.lower) * g.w + tx.lower) * g.c + c];
+  const float tr = in[((n * g.h + ty.lower) * g.w + tx.upper) * g.c + c];
+  const float bl = in[((n * g.h + ty.upper) * g.w + tx.lower) * g.c + c];
+  const float br = in[((n * g.h + ty.upper) * g.w + tx.upper) * g.c + c];
+  const float top = tl + (tr - tl) * tx.lerp;
+  const float bottom = bl + (br - bl) * tx.lerp;
+  return top + (bottom - top) * ty.lerp;
+}
+
+D9M_HD inline float nearest_value(const Geometry& g, const float* in, std::int64_t n, std::int64_t oy,
+                                  std::int64_t ox, std::int64_t c) {
+  const std::int64_t y = nearest_tap(oy, g.h, g.y_scale, g.align_corners, g.half_pixel_centers);
+  const std::int64_t x = nearest_tap(ox, g.w, g.x_scale, g.align_corners, g.half_pixel_centers);
+  return in[((n * g.h + y) * g.w + x) * g.c + c];
+}
+
+// Scatter form of resize_bilinear_grad: source = one grads pixel (n, y, x); per channel it adds
+// g*(1-yl)*(1-xl), g*(1-yl)*xl, g*yl*(1-xl), g*yl*xl to the four taps, in that order.
+struct BilinearGradTaps {
+  Geometry g;
+  const float* grads;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto px = static_cast<std::int64_t>(s);
+    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
+    const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
+    const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
+    const float iyl = 1.0f - ty.lerp, ixl = 1.0f - tx.lerp;
+    const std::int64_t top = (n * g.h + ty.lower) * g.w, bottom = (n * g.h + ty.upper) * g.w;
+    for (std::int64_t c = 0; c < g.c; ++c) {
+      const float v = grads[px * g.c + c];
+      emit(static_cast<std::size_t>((top + tx.lower) * g.c + c), v * iyl * ixl);
+      emit(static_cast<std::size_t>((top + tx.upper) * g.c + c), v * iyl * tx.lerp);
+      emit(static_cast<std::size_t>((bottom + tx.lower) * g.c + c), v * ty.lerp * ixl);
+      emit(static_cast<std::size_t>((bottom + tx.upper) * g.c + c), v * ty.lerp * tx.lerp);
+    }
+  }
+};
+
+// Scatter form of resize_nearest_grad: source = one grads pixel; it adds to its nearest pixel.
+struct NearestGradTaps {
+  Geometry g;
+  const float* grads;
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const auto px = static_cast<std::int64_t>(s);
+    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
+    const std::int64_t y = nearest_tap(oy, g.h, g.y_scale, g.align_corners, g.half_pixel_centers);
+    const std::int64_t x = nearest_tap(ox, g.w, g.x_scale, g.align_corners, g.half_pixel_centers);
+    const std::int64_t base = ((n * g.h + y) * g.w + x) * g.c;
+    for (std::int64_t c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(base + c), grads[px * g.c + c]);
+  }
+};
 
 }  // namespace d9m::resize

@@ -19,24 +19,9 @@ void forward_rows(const KernelArgs& a, std::size_t begin, std::size_t end) {
   for (std::size_t row = begin; row < end; ++row) {
     const auto r = static_cast<std::int64_t>(row);
     const std::int64_t n = r / g.oh, oy = r % g.oh;
-    for (std::int64_t ox = 0; ox < g.ow; ++ox) {
-      float* o = out + (r * g.ow + ox) * g.c;
-      if constexpr (bilinear) {
-        const float* tl = in + ((n * g.h + g.y.lower[oy]) * g.w + g.x.lower[ox]) * g.c;
-        const float* tr = in + ((n * g.h + g.y.lower[oy]) * g.w + g.x.upper[ox]) * g.c;
-        const float* bl = in + ((n * g.h + g.y.upper[oy]) * g.w + g.x.lower[ox]) * g.c;
-        const float* br = in + ((n * g.h + g.y.upper[oy]) * g.w + g.x.upper[ox]) * g.c;
-        const float xl = g.x.lerp[ox], yl = g.y.lerp[oy];
-        for (std::int64_t c = 0; c < g.c; ++c) {
-          const float top = tl[c] + (tr[c] - tl[c]) * xl;
-          const float bottom = bl[c] + (br[c] - bl[c]) * xl;
-          o[c] = top + (bottom - top) * yl;
-        }
-      } else {
-        const float* src = in + ((n * g.h + g.y.nearest[oy]) * g.w + g.x.nearest[ox]) * g.c;
-        std::memcpy(o, src, static_cast<std::size_t>(g.c) * sizeof(float));
-      }
-    }
+    for (std::int64_t ox = 0; ox < g.ow; ++ox)
+      for (std::int64_t c = 0; c < g.c; ++c)
+        out[(r * g.ow + ox) * g.c + c] = bilinear ? bilinear_value(g, in, n, oy, ox, c) : nearest_value(g, in, n, oy, ox, c);
   }
 }
 
@@ -53,32 +38,8 @@ void forward_ordered(const KernelArgs& a) {
                   [&](std::size_t b, std::size_t e) { forward_rows<bilinear>(a, b, e); });
 }
 
-auto bilinear_grad_taps(const KernelArgs& a) {
-  return [&g = a.problem.geom<Geometry>(), dy = a.in<float>(0)](std::size_t s, auto& emit) {
-    const auto px = static_cast<std::int64_t>(s);
-    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
-    const float yl = g.y.lerp[oy], xl = g.x.lerp[ox];
-    const float iyl = 1.0f - yl, ixl = 1.0f - xl;
-    const std::int64_t top = (n * g.h + g.y.lower[oy]) * g.w, bottom = (n * g.h + g.y.upper[oy]) * g.w;
-    const std::int64_t left = g.x.lower[ox], right = g.x.upper[ox];
-    for (std::int64_t c = 0; c < g.c; ++c) {
-      const float v = dy[px * g.c + c];
-      emit(static_cast<std::size_t>((top + left) * g.c + c), v * iyl * ixl);
-      emit(static_cast<std::size_t>((top + right) * g.c + c), v * iyl * xl);
-      emit(static_cast<std::size_t>((bottom + left) * g.c + c), v * yl * ixl);
-      emit(static_cast<std::size_t>((bottom + right) * g.c + c), v * yl * xl);
-    }
-  };
-}
-
-auto nearest_grad_taps(const KernelArgs& a) {
-  return [&g = a.problem.geom<Geometry>(), dy = a.in<float>(0)](std::size_t s, auto& emit) {
-    const auto px = static_cast<std::int64_t>(s);
-    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
-    const std::int64_t base = ((n * g.h + g.y.nearest[oy]) * g.w + g.x.nearest[ox]) * g.c;
-    for (std::int64_t c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(base + c), dy[px * g.c + c]);
-  };
-}
+BilinearGradTaps bilinear_grad_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0)}; }
+NearestGradTaps nearest_grad_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0)}; }
 
 template <class Taps>
 void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {

@@ -18,9 +18,9 @@ Geometry geometry(const Params& p) {
   if (ac && hp)
     throw InvalidConfig("half_pixel_centers", "half_pixel_centers cannot be true with align_corners");
   Geometry g{p.integer("n"), p.integer("c"), p.integer("h"), p.integer("w"), p.integer("out_h"),
-             p.integer("out_w"), {}, {}};
-  g.y = make_axis(g.h, g.oh, ac, hp);
-  g.x = make_axis(g.w, g.ow, ac, hp);
+             p.integer("out_w"), ac, hp, 0, 0};
+  g.y_scale = resize_scale(g.h, g.oh, ac);
+  g.x_scale = resize_scale(g.w, g.ow, ac);
   return g;
 }
 

@@ -8,46 +8,25 @@
 namespace d9m::scatter {
 namespace {
 
-// dest_of(u) -> destination row, or -1 to drop the row.
-template <class DestOf>
-auto rows(const Geometry& g, const float* updates, DestOf dest_of) {
-  return [&g, updates, dest_of](std::size_t u, auto& emit) {
-    const std::int64_t dest = dest_of(u);
-    if (dest < 0) return;
-    const auto d = static_cast<std::size_t>(g.depth);
-    for (std::size_t k = 0; k < d; ++k) emit(static_cast<std::size_t>(dest) * d + k, updates[u * d + k]);
-  };
-}
-
 void scatter_add(const KernelArgs& a, accumulate::Order order) {
-  const auto& g = a.problem.geom<Geometry>();
   std::memcpy(a.output, a.inputs[0], a.problem.output.bytes());  // starts from ref
-  const auto* idx = a.in<std::int32_t>(1);
+  const auto& g = a.problem.geom<Geometry>();
   accumulate::apply(order, a, static_cast<std::size_t>(g.updates),
-                    rows(g, a.in<float>(2), [idx](std::size_t u) { return std::int64_t{idx[u]}; }));
+                    UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::rows});
 }
 
 void scatter_nd_add(const KernelArgs& a, accumulate::Order order) {
-  const auto& g = a.problem.geom<Geometry>();
   std::memcpy(a.output, a.inputs[0], a.problem.output.bytes());
-  const auto* idx = a.in<std::int32_t>(1);
-  const std::int64_t dim1 = g.dim1;
+  const auto& g = a.problem.geom<Geometry>();
   accumulate::apply(order, a, static_cast<std::size_t>(g.updates),
-                    rows(g, a.in<float>(2), [idx, dim1](std::size_t u) {
-                      return std::int64_t{idx[2 * u]} * dim1 + idx[2 * u + 1];
-                    }));
+                    UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::pairs});
 }
 
 void unsorted_segment_sum(const KernelArgs& a, accumulate::Order order) {
-  const auto& g = a.problem.geom<Geometry>();
   std::memset(a.output, 0, a.problem.output.bytes());
-  const auto* ids = a.in<std::int32_t>(1);
-  const std::int64_t segments = g.destinations;
+  const auto& g = a.problem.geom<Geometry>();
   accumulate::apply(order, a, static_cast<std::size_t>(g.updates),
-                    rows(g, a.in<float>(0), [ids, segments](std::size_t r) {
-                      const std::int64_t s = ids[r];
-                      return s < segments ? s : -1;  // negative (and, defensively, too large) ids drop
-                    }));
+                    UpdateRows{g, a.in<float>(0), a.in<std::int32_t>(1), Indexing::segments});
 }
 
 }  // namespace
