@@ -16,7 +16,19 @@ if(D9M_HAVE_CUDA)
   endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  find_package(CUDNN REQUIRED)
+  # CMake 3.25's NVIDIA module knows dialects up to C++17; nvcc 12+ takes -std=c++20.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  # No fused multiply-add on the device either: a*b+c is two roundings on both sides, which is
+  # what lets cuda.ordered reproduce cpu.ordered bit for bit. Recorded in the fingerprint.
+  set(D9M_CUDA_FP_FLAGS --fmad=false)
+  target_compile_options(d9m_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CUDA>:${D9M_CUDA_FP_FLAGS} --extended-lambda -Xcompiler=-ffp-contract=off>)
+  string(JOIN " " D9M_FP_FLAGS_STRING ${D9M_FP_FLAGS} ${D9M_CUDA_FP_FLAGS})
 endif()
-message(STATUS "d9m: CUDA variants ${D9M_HAVE_CUDA} (D9M_CUDA=${D9M_CUDA})")
+message(STATUS "d9m: CUDA variants ${D9M_HAVE_CUDA} (D9M_CUDA=${D9M_CUDA}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

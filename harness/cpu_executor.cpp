@@ -31,6 +31,10 @@ class CpuExecutor final : public Executor {
     const ExecContext exec{&pool_, nullptr};
     KernelArgs args{p, {}, nullptr, exec};
     for (const auto& t : inputs) args.inputs.push_back(t.data());
+    Prepared prepared;
+    if (v.prepare) prepared = v.prepare(p, exec);  // may throw Unsupported
+    args.state = prepared.state.get();
+    outcome.claim = prepared.claim;
     HostTensor first(p.output), current(p.output);
     const std::size_t bytes = p.output.bytes();
     for (std::int64_t t = 0; t < trials; ++t) {

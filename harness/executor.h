@@ -23,6 +23,7 @@ struct TrialResult {
 };
 
 struct CaseOutcome {
+  std::optional<Claim> claim;  // the vendor API's claim for this config, when prepare() gave one
   std::vector<TrialResult> trials;
   std::optional<HostTensor> first_output;  // kept when the caller asks (for --save-outputs)
 };

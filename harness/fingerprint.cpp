@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "harness/cuda_versions.h"
 #include "harness/digest.h"
 #include "harness/git_info.h"
 
@@ -224,6 +225,7 @@ Fingerprint collect_fingerprint(const GpuProbe& gpus) {
                        std::to_string(XXH_versionNumber() / 100 % 100) + "." + std::to_string(XXH_versionNumber() % 100)}}},
       {"environment", env},
       {"d9m", {{"version", d9m_version()}, {"commit", d9m_commit()}}},
+      {"cuda", cuda_library_versions()},
       {"gpus", gpus.devices},
       {"gpu_driver", gpus.driver},
   };

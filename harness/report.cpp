@@ -105,6 +105,10 @@ Verdict verdict_of(const ReportData& data) {
       v.broken.push_back(r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label + ": " +
                          std::to_string(r.distinct) + " distinct digests in " + std::to_string(r.trials) + " trials");
   }
+  for (const auto& c : cross_checks(data))
+    if (!c.equal())
+      v.broken.push_back(c.op + "/" + c.config + "/" + c.variant + " on " + data.stack(c.stack).label +
+                         ": claims the bits of " + c.partner + ", digests differ");
   return v;
 }
 
@@ -138,28 +142,29 @@ std::string render_markdown(const ReportData& data) {
     table[{r.op, r.variant}][r.stack].push_back(&r);
     any_of[{r.op, r.variant}] = &r;
   }
-  // Solutions per op: the deterministic variant most often fastest, with its measured cost.
-  std::map<std::string, Solution> solutions;
+  // Solutions per op and backend: the deterministic variant most often fastest, with its cost.
+  using OpBackend = std::pair<std::string, std::string>;
+  std::map<OpBackend, Solution> solutions;
   {
-    std::map<std::string, std::map<std::string, int>> votes;
+    std::map<OpBackend, std::map<std::string, int>> votes;
     const auto costs = determinism_costs(data);
-    for (const auto& c : costs) ++votes[c.op][c.solution];
-    for (const auto& [op, vs] : votes) {
+    for (const auto& c : costs) ++votes[{c.op, c.backend}][c.solution];
+    for (const auto& [key, vs] : votes) {
       const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
       Solution s;
       s.variant = best->first;
       for (const auto& c : costs)
-        if (c.op == op && c.solution == s.variant) {
+        if (c.op == key.first && c.backend == key.second && c.solution == s.variant) {
           s.ratios.push_back(c.ratio);
           s.against = c.against;
         }
       for (const auto& r : data.results)
-        if (r.op == op && r.variant == s.variant) s.reason = r.claim_reason;
-      solutions[op] = s;
+        if (r.op == key.first && r.variant == s.variant) s.reason = r.claim_reason;
+      solutions[key] = s;
     }
   }
-  std::map<std::string, std::string> keys;  // op -> key letter
-  for (const auto& [op, s] : solutions) keys[op] = std::string(1, static_cast<char>('a' + keys.size() % 26));
+  std::map<OpBackend, std::string> keys;
+  for (const auto& [key, s] : solutions) keys[key] = std::string(1, static_cast<char>('a' + keys.size() % 26));
 
   o << "\n## Status by source\n\n| source | variant | claim |";
   for (const auto& s : data.stacks) o << " " << s.label << " |";
@@ -175,9 +180,10 @@ std::string render_markdown(const ReportData& data) {
     }
     std::string sol;
     if (r->claim_determinism == "nondeterministic") {
-      auto it = solutions.find(key.first);
+      const OpBackend ob{key.first, r->backend};
+      auto it = solutions.find(ob);
       sol = it == solutions.end() ? "none measured"
-                                  : "use " + it->second.variant + ", " + fmt("%.2fx", it->second.geomean()) + " [" + keys[key.first] + "]";
+                                  : "use " + it->second.variant + ", " + fmt("%.2fx", it->second.geomean()) + " [" + keys[ob] + "]";
     }
     o << " " << sol << " |\n";
   }
@@ -185,12 +191,29 @@ std::string render_markdown(const ReportData& data) {
   o << "\nKey: `D` one output digest in every trial of every config; `ND k/N` k distinct digests in N trials "
        "(worst config; \"m of n configs\" when not every config diverged); `E` error; `U` the variant does not support the config; `-` not run (or skipped) on that "
        "stack. Claim: what the variant is expected to be and who says so (design, vendor-doc, vendor-api).\n\n";
-  for (const auto& [op, s] : solutions) {
+  for (const auto& [ob, s] : solutions) {
     const auto [lo, hi] = std::minmax_element(s.ratios.begin(), s.ratios.end());
-    o << "- [" << keys[op] << "] **" << op << "**: " << s.variant << " (" << s.reason << "). Cost: median time of "
+    o << "- [" << keys[ob] << "] **" << ob.first << "** (" << ob.second << "): " << s.variant << " (" << s.reason << "). Cost: median time of "
       << s.variant << " over the median of the fastest nondeterministic variant (" << s.against << "), geometric mean "
       << fmt("%.2fx", s.geomean()) << " over " << s.ratios.size() << " config-stack pairs, range "
       << fmt("%.2fx", *lo) << "-" << fmt("%.2fx", *hi) << ".\n";
+  }
+
+  const auto cross = cross_checks(data);
+  if (!cross.empty()) {
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<int, int>> agg;  // equal / checked
+    for (const auto& c : cross) {
+      auto& [eq, n] = agg[{c.op, c.variant, c.partner, c.stack}];
+      eq += c.equal();
+      ++n;
+    }
+    o << "\n## Cross-implementation\n\nVariants that claim the bits of another implementation, checked on the same "
+         "config, inputs and stack wherever both were deterministic.\n\n| op | variant | claims the bits of | stack | "
+         "configs equal |\n|---|---|---|---|---|\n";
+    for (const auto& [k, v] : agg)
+      o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << data.stack(std::get<3>(k)).label
+        << " | " << (v.first == v.second ? "" : "**") << v.first << " of " << v.second << (v.first == v.second ? "" : "** (claim broken)")
+        << " |\n";
   }
 
   o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff |\n"
@@ -256,6 +279,7 @@ std::string render_json(const ReportData& data) {
               {"digest", r.digest},
               {"claim", {{"determinism", r.claim_determinism}, {"source", r.claim_source}, {"reason", r.claim_reason}}},
               {"claim_broken", r.claim_broken()},
+              {"bit_equal_to", r.bit_equal_to.empty() ? json(nullptr) : json(r.bit_equal_to)},
               {"bound95", r.status == Status::deterministic ? json(r.bound95()) : json(nullptr)},
               {"median_ns", r.median_ns ? json(*r.median_ns) : json(nullptr)},
               {"min_ns", r.min_ns ? json(*r.min_ns) : json(nullptr)}};
@@ -268,6 +292,10 @@ std::string render_json(const ReportData& data) {
   for (const auto& c : determinism_costs(data))
     costs.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"solution", c.solution},
                      {"against", c.against}, {"ratio", c.ratio}});
+  json cross = json::array();
+  for (const auto& c : cross_checks(data))
+    cross.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"variant", c.variant}, {"partner", c.partner},
+                     {"digest", c.digest}, {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
   json counts = json::object();
   for (int i = 0; i < 5; ++i) counts[to_string(static_cast<Status>(i))] = verdict.by_status[i];
   const json report = {{"schema", "d9m.report/1"},
@@ -281,6 +309,7 @@ std::string render_json(const ReportData& data) {
                        {"stacks", stacks},
                        {"results", results},
                        {"costs", costs},
+                       {"cross_implementation", cross},
                        {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"counts", counts}}}};
   return report.dump(2) + "\n";
 }

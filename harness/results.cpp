@@ -94,7 +94,7 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
       sql::Statement s(db,
                        "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
                        " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
-                       " cr.claim_reason, cr.status, cr.detail FROM case_runs cr JOIN runs r ON r.id = cr.run_id"
+                       " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to FROM case_runs cr JOIN runs r ON r.id = cr.run_id"
                        " JOIN cases c ON c.id = cr.case_id" + run_filter);
       if (run_id) s.bind(1, *run_id);
       while (s.step()) {
@@ -117,6 +117,7 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
         r.claim_determinism = s.text(11);
         r.claim_source = s.text(12);
         r.claim_reason = s.text(13);
+        r.bit_equal_to = s.text(16);
         ++r.runs;
         const Status st = status_from_string(s.text(14));
         if (st == Status::error) a.any_error = true;
@@ -180,6 +181,18 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
   return d;
 }
 
+std::vector<CrossCheck> cross_checks(const ReportData& data) {
+  std::vector<CrossCheck> out;
+  for (const auto& r : data.results) {
+    if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
+    for (const auto& p : data.results)
+      if (p.variant == r.bit_equal_to && p.op == r.op && p.config_id == r.config_id && p.stack == r.stack &&
+          p.input_digest == r.input_digest && p.status == Status::deterministic)
+        out.push_back({r.op, r.config, r.stack, r.variant, p.variant, r.digest, p.digest});
+  }
+  return out;
+}
+
 std::vector<Cost> determinism_costs(const ReportData& data) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
   for (const auto& r : data.results)
@@ -196,7 +209,7 @@ std::vector<Cost> determinism_costs(const ReportData& data) {
       if (r->claim_determinism == "nondeterministic" && (!nd || *r->median_ns < *nd->median_ns)) nd = r;
     }
     if (det && nd && *nd->median_ns > 0)
-      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), det->variant, nd->variant,
+      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
                      static_cast<double>(*det->median_ns) / static_cast<double>(*nd->median_ns)});
   }
   return out;

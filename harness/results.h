@@ -24,7 +24,7 @@ struct StackInfo {
 struct CaseResult {
   std::string stack, case_id, op, variant, backend, config, config_id, params, input_digest;
   std::string output_dtype, output_shape;
-  std::string claim_determinism, claim_source, claim_reason;
+  std::string claim_determinism, claim_source, claim_reason, bit_equal_to;
   Status status = Status::error;
   std::string detail;
   std::int64_t trials = 0, distinct = 0, runs = 0;
@@ -53,10 +53,18 @@ struct ReportData {
 // Loads every run, or only `run_id`'s when given.
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
 
+// A cross-implementation claim checked: `variant` claims the bits of `partner` on the same
+// config, inputs and stack. Checked only where both gave one digest (status DETERMINISTIC).
+struct CrossCheck {
+  std::string op, config, stack, variant, partner, digest, partner_digest;
+  bool equal() const { return digest == partner_digest; }
+};
+std::vector<CrossCheck> cross_checks(const ReportData& data);
+
 // The cost of determinism of one op and config on one stack: the median time of the fastest
 // deterministic-claimed non-reference variant over the fastest nondeterministic-claimed one.
 struct Cost {
-  std::string op, config, stack, solution, against;
+  std::string op, config, stack, backend, solution, against;
   double ratio = 0;
 };
 std::vector<Cost> determinism_costs(const ReportData& data);

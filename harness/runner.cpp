@@ -203,6 +203,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
     cr.claim_determinism = to_string(v.claim.determinism);
     cr.claim_source = to_string(v.claim.source);
     cr.claim_reason = v.claim.reason;
+    cr.claim_bit_equal_to = v.bit_equal_to;
     std::vector<TrialRecord> trials;
 
     Executor& ex = *executors.at(v.backend);
@@ -220,6 +221,11 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
                                    return !g_stop.load();
                                  });
         if (g_stop.load()) break;  // a case cut short is not evidence: it is not stored
+        if (out.claim) {
+          cr.claim_determinism = to_string(out.claim->determinism);
+          cr.claim_source = to_string(out.claim->source);
+          cr.claim_reason = out.claim->reason;
+        }
         std::vector<std::string> digests;
         std::vector<std::int64_t> times;
         for (std::size_t t = 0; t < out.trials.size(); ++t) {
@@ -241,6 +247,10 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
                     cc.problem.output, out.first_output->data());
       } catch (const Error&) {
         throw;
+      } catch (const Unsupported& e) {
+        cr.status = Status::unsupported;
+        cr.detail = e.what();
+        trials.clear();
       } catch (const std::exception& e) {
         cr.status = Status::error;
         cr.detail = e.what();
@@ -250,7 +260,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, 
     store.put_case(summary.run_id, rec, cr, trials);
     ++summary.cases;
     ++summary.by_status[static_cast<int>(cr.status)];
-    if (cr.status == Status::nondeterministic && v.claim.determinism == Determinism::deterministic)
+    if (cr.status == Status::nondeterministic && cr.claim_determinism == "deterministic")
       summary.broken_claims.push_back(label + ": " + std::to_string(cr.distinct) + " distinct digests in " +
                                       std::to_string(cr.trials) + " trials");
     ++index;

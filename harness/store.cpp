@@ -238,10 +238,11 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
         .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).run();
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, trials, distinct_digests, median_ns, min_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
-        .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason)
-        .bind(8, cr.trials).bind(9, cr.distinct).bind(10, cr.median_ns).bind(11, cr.min_ns).run();
+        .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
+        .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).run();
     sql::Statement ins(db_,
                        "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
                        " diff_max_ulp, diff_first_index) VALUES (?,?,?,?,?,?,?,?,?)");

@@ -47,6 +47,7 @@ struct CaseRunRecord {
   Status status = Status::error;
   std::string detail;  // why ERROR, UNSUPPORTED or SKIPPED
   std::string claim_determinism, claim_source, claim_reason;
+  std::string claim_bit_equal_to;  // cross-implementation claim, or empty
   std::int64_t trials = 0, distinct = 0;
   std::optional<std::int64_t> median_ns, min_ns;
 };

@@ -39,6 +39,7 @@ CREATE TABLE case_runs (
   claim_determinism TEXT NOT NULL,
   claim_source      TEXT NOT NULL,
   claim_reason      TEXT NOT NULL,
+  claim_bit_equal_to TEXT NOT NULL,   -- variant whose output this one claims to equal bit for bit, or ''
   trials            INTEGER NOT NULL,
   distinct_digests  INTEGER NOT NULL,
   median_ns         INTEGER,

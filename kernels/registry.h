@@ -122,9 +122,23 @@ struct KernelArgs {
   std::vector<const void*> inputs;  // in Problem::inputs order
   void* output;
   const ExecContext& exec;
+  void* state = nullptr;            // what the variant's prepare() made, if it has one
 
   template <class T> const T* in(std::size_t i) const { return static_cast<const T*>(inputs[i]); }
   template <class T> T* out() const { return static_cast<T*>(output); }
+};
+
+// Thrown by a variant's prepare() when it cannot run a config (a cuDNN algorithm that does
+// not support it): the case is UNSUPPORTED, which is a status, not an error.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What prepare() made before the trials: state the trials use (handles, descriptors,
+// workspaces) and, where the vendor's API states one for this config, its claim.
+struct Prepared {
+  std::shared_ptr<void> state;
+  std::optional<Claim> claim;
 };
 
 struct VariantDef {
@@ -136,6 +150,11 @@ struct VariantDef {
   std::function<std::optional<std::string>(const Problem&)> unsupported;
   // Writes the whole output: initialising an accumulated output is part of the op.
   std::function<void(const KernelArgs&)> run;
+  // Optional, untimed, once per case before the trials (on the executor's stream).
+  std::function<Prepared(const Problem&, const ExecContext&)> prepare;
+  // Another variant whose output this one claims to equal bit for bit on every config
+  // (cross-implementation reproducibility), e.g. cuda.ordered -> cpu.ordered. Empty: no claim.
+  std::string bit_equal_to;
 };
 
 class Registry {

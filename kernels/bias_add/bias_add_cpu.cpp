@@ -88,10 +88,10 @@ void grad_ordered(const KernelArgs& a) {
 D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.serial", .backend = Backend::cpu,
                       .claim = op::serial_claim(), .run = forward_serial});
 D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered});
+                      .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.serial"});
 D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.atomic", .backend = Backend::cpu,
                       .claim = op::deterministic("two atomic adds per output onto -0 commute"),
-                      .run = forward_atomic});
+                      .run = forward_atomic, .bit_equal_to = "cpu.serial"});
 
 D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cpu.serial", .backend = Backend::cpu,
                       .claim = op::serial_claim(), .run = grad_serial});

@@ -11,7 +11,7 @@ bool register_cpu_variants(const std::string& op, std::function<void(const Kerne
   r.add({.op = op, .name = "cpu.atomic", .backend = Backend::cpu, .claim = op::atomic_claim(),
          .run = [run](const KernelArgs& a) { run(a, Order::atomic); }});
   r.add({.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .claim = op::replay_claim(),
-         .run = [run](const KernelArgs& a) { run(a, Order::ordered); }});
+         .run = [run](const KernelArgs& a) { run(a, Order::ordered); }, .bit_equal_to = "cpu.serial"});
   return true;
 }
 

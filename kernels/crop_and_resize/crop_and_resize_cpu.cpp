@@ -56,7 +56,7 @@ void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
 D9M_REGISTER_VARIANT({.op = "crop_and_resize", .name = "cpu.serial", .backend = Backend::cpu,
                       .claim = op::serial_claim(), .run = crop_serial});
 D9M_REGISTER_VARIANT({.op = "crop_and_resize", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = crop_ordered});
+                      .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.serial"});
 static const bool registered_grad_image = accumulate::register_cpu_variants(
     "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_image_taps); });
 static const bool registered_grad_boxes = accumulate::register_cpu_variants(

@@ -53,11 +53,11 @@ void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
 D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cpu.serial", .backend = Backend::cpu,
                       .claim = op::serial_claim(), .run = forward_serial<true>});
 D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered<true>});
+                      .claim = op::per_output_claim(), .run = forward_ordered<true>, .bit_equal_to = "cpu.serial"});
 D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cpu.serial", .backend = Backend::cpu,
                       .claim = op::serial_claim(), .run = forward_serial<false>});
 D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered<false>});
+                      .claim = op::per_output_claim(), .run = forward_ordered<false>, .bit_equal_to = "cpu.serial"});
 
 static const bool registered_bilinear_grad = accumulate::register_cpu_variants(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, bilinear_grad_taps); });

@@ -19,7 +19,7 @@ check() {  # check NAME EXPECTED_RC ACTUAL_RC [STDERR_FILE PATTERN]
   pass=$((pass + 1))
 }
 q() { python3 -c "$1"; }
-SMALL=(--op 'bias_add*' --op scatter_add --op maxpool2d_bwd)
+SMALL=(--backend cpu --op 'bias_add*' --op scatter_add --op maxpool2d_bwd)
 
 # --- bad input: exit 2, a message naming the place, nothing written ---------------------------
 printf '{\n  "schema": "d9m.catalog/1",\n  "configs": [\n    {"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2 "w": 2}}\n  ]\n}\n' > "$T/syntax.json"

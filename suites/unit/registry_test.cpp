@@ -34,6 +34,23 @@ TEST(Registry, EveryOpHasItsCpuVariants) {
   }
 }
 
+#if defined(D9M_WITH_CUDA)
+TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
+  for (const auto& name : kDesignOps) {
+    EXPECT_NE(Registry::global().find_variant(name, "cuda.ordered"), nullptr) << name;
+    EXPECT_EQ(Registry::global().find_variant(name, "cuda.atomic") != nullptr, !kForwardOnly.count(name)) << name;
+  }
+  for (const char* op : {"conv2d_bwd_data", "conv2d_bwd_filter"})
+    for (int k = 0; k < 6; ++k) EXPECT_NE(Registry::global().find_variant(op, "cudnn.algo" + std::to_string(k)), nullptr) << op << k;
+  EXPECT_NE(Registry::global().find_variant("conv2d_bwd_filter", "cudnn.algo6"), nullptr);
+  EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
+  EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  // The ops the GPU issue requires to claim cross-implementation equality.
+  for (const char* op : {"bias_add_grad", "scatter_add", "unsorted_segment_sum", "resize_bilinear_grad", "maxpool2d_bwd"})
+    EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.ordered") << op;
+}
+#endif
+
 TEST(Registry, HoldsEveryVariantTheDefaultCatalogueNames) {
   const Catalog cat = default_catalog(Registry::global());
   for (const auto& cc : cat.configs) {
@@ -56,6 +73,9 @@ TEST(Registry, EveryVariantStatesItsClaimWithAReason) {
     EXPECT_NE(Registry::global().find_op(v.op), nullptr) << v.name << " registered for unknown op " << v.op;
     if (v.name.find(".atomic") != std::string::npos && v.op != "bias_add") {
       EXPECT_EQ(v.claim.determinism, Determinism::nondeterministic) << v.op;
+    }
+    if (!v.bit_equal_to.empty()) {
+      EXPECT_NE(Registry::global().find_variant(v.op, v.bit_equal_to), nullptr) << v.op << "/" << v.name << " -> " << v.bit_equal_to;
     }
     if (v.name.find(".ordered") != std::string::npos || v.name.find(".serial") != std::string::npos) {
       EXPECT_EQ(v.claim.determinism, Determinism::deterministic) << v.op << "/" << v.name;

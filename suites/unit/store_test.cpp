@@ -68,7 +68,7 @@ class StoreTest : public ::testing::Test {
     for (int c = 0; c < cases; ++c) {
       CaseRecord rec{"", "op", "cpu.serial", "cpu", tag + std::to_string(c), "cid", "{}", 1, "in", "float32", "[1]"};
       rec.id = Store::case_id(rec);
-      CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", trials, 1, 10, 5};
+      CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", trials, 1, 10, 5};
       std::vector<TrialRecord> ts;
       for (int t = 0; t < trials; ++t) ts.push_back({t, "d", 10, std::nullopt});
       s.put_case(run, rec, cr, ts);

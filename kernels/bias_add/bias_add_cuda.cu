@@ -1,0 +1,72 @@
+// CUDA variants of the bias_add family.
+#include "kernels/bias_add/bias_add.h"
+#include "kernels/common/accumulate_cuda.cuh"
+#include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/op_helpers.h"
+
+namespace d9m::bias_add {
+namespace {
+
+void forward_ordered(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const float* value = a.in<float>(0);
+  const float* bias = a.in<float>(1);
+  float* out = a.out<float>();
+  const std::int64_t c = g.channels;
+  cuda::for_each_index(a, static_cast<std::size_t>(g.rows * c),
+                       [=] __device__(std::size_t i) { out[i] = value[i] + bias[static_cast<std::int64_t>(i) % c]; });
+}
+
+void forward_atomic(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const auto n = static_cast<std::size_t>(g.rows * g.channels);
+  float* out = a.out<float>();
+  cuda::for_each_index(a, n, [=] __device__(std::size_t i) { out[i] = -0.0f; });
+  accumulate::cuda::atomic(cuda::stream_of(a), 2 * n, out, BiasSplat{n, g.channels, a.in<float>(0), a.in<float>(1)});
+}
+
+void grad_atomic(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  cuda::zero_output(a);
+  accumulate::cuda::atomic(cuda::stream_of(a), static_cast<std::size_t>(g.rows), a.out<float>(),
+                           GradRows{g.channels, a.in<float>(0)});
+}
+
+// The order of cpu.ordered: one thread per (block of kRowsPerBlock rows, channel) sums its rows
+// in order from 0; then one thread per channel sums the block partials in order from 0.
+void grad_ordered(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const std::int64_t c = g.channels, rows = g.rows, blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  DeviceBuffer partial(static_cast<std::size_t>(blocks * c) * sizeof(float), cuda::stream_of(a));
+  float* p = partial.get<float>();
+  const float* dy = a.in<float>(0);
+  float* out = a.out<float>();
+  cuda::for_each_index(a, static_cast<std::size_t>(blocks * c), [=] __device__(std::size_t i) {
+    const std::int64_t b = static_cast<std::int64_t>(i) / c, k = static_cast<std::int64_t>(i) % c;
+    const std::int64_t end = (b + 1) * kRowsPerBlock < rows ? (b + 1) * kRowsPerBlock : rows;
+    float acc = 0.0f;
+    for (std::int64_t r = b * kRowsPerBlock; r < end; ++r) acc += dy[r * c + k];
+    p[i] = acc;
+  });
+  cuda::for_each_index(a, static_cast<std::size_t>(c), [=] __device__(std::size_t k) {
+    float acc = 0.0f;
+    for (std::int64_t b = 0; b < blocks; ++b) acc += p[b * c + static_cast<std::int64_t>(k)];
+    out[k] = acc;
+  });
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cuda.ordered", .backend = Backend::cuda,
+                      .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.ordered"});
+D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cuda.atomic", .backend = Backend::cuda,
+                      .claim = op::deterministic("two atomicAdds per output onto -0 commute"), .run = forward_atomic,
+                      .bit_equal_to = "cpu.atomic"});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cuda.atomic", .backend = Backend::cuda,
+                      .claim = op::nondeterministic("float atomicAdd of every row into the channel sums, in hardware order"),
+                      .run = grad_atomic});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cuda.ordered", .backend = Backend::cuda,
+                      .claim = op::deterministic("blocks of 256 rows summed in order, then block sums in order (two passes)"),
+                      .run = grad_ordered, .bit_equal_to = "cpu.ordered"});
+
+}  // namespace d9m::bias_add

@@ -1,0 +1,171 @@
+// The CUDA counterparts of accumulate.h, for ops in scatter form (the same enumerator functors
+// run on the device):
+//
+//   atomic   one thread per source; every contribution is an atomicAdd, so the order of adds
+//            into one address is the hardware scheduler's: the framework kernels' behaviour.
+//   ordered  1. each source counts its contributions; 2. an exclusive scan gives each source
+//            its slice; 3. each source writes (target, value) pairs into its slice in emission
+//            order, so the pair array is in reference order; 4. CUB's radix sort by target,
+//            which is stable, keeps that order within a target; 5. run-length encoding finds
+//            each target's segment; 6. one thread per target adds its segment in order onto the
+//            initial value. Every target therefore receives exactly the reference sequence of
+//            float adds: the bits equal cpu.serial and cpu.ordered (cross-implementation).
+#pragma once
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/common/accumulate.h"
+#include "kernels/common/cuda_check.h"
+
+namespace d9m::accumulate::cuda {
+
+struct AtomicEmit {
+  float* out;
+  __device__ void operator()(std::size_t t, float v) const { atomicAdd(out + t, v); }
+};
+
+struct CountEmit {
+  unsigned long long n = 0;
+  __device__ void operator()(std::size_t, float) { ++n; }
+};
+
+struct WriteEmit {
+  std::uint32_t* keys;
+  float* values;
+  unsigned long long at;
+  __device__ void operator()(std::size_t t, float v) {
+    keys[at] = static_cast<std::uint32_t>(t);
+    values[at] = v;
+    ++at;
+  }
+};
+
+template <class En>
+__global__ void atomic_kernel(std::size_t sources, float* out, En en) {
+  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (s >= sources) return;
+  AtomicEmit emit{out};
+  en(s, emit);
+}
+
+template <class En>
+__global__ void count_kernel(std::size_t sources, unsigned long long* counts, En en) {
+  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (s >= sources) return;
+  CountEmit emit;
+  en(s, emit);
+  counts[s] = emit.n;
+}
+
+template <class En>
+__global__ void write_kernel(std::size_t sources, const unsigned long long* offsets, std::uint32_t* keys,
+                             float* values, En en) {
+  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (s >= sources) return;
+  WriteEmit emit{keys, values, offsets[s]};
+  en(s, emit);
+}
+
+// One thread per run of equal targets: out[t] += values[first..first+len) in order.
+__global__ void segment_sum_kernel(const std::uint32_t* unique_targets, const int* run_lengths,
+                                   const int* run_offsets, const int* runs, const float* values, float* out);
+
+inline int bits_for(std::size_t targets) {
+  int bits = 1;
+  while (bits < 32 && (std::size_t{1} << bits) < targets) ++bits;
+  return bits;
+}
+
+template <class En>
+void atomic(cudaStream_t stream, std::size_t sources, float* out, En en) {
+  if (sources == 0) return;
+  atomic_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, out, en);
+  D9M_CUDA_CHECK_LAUNCH();
+}
+
+template <class En>
+void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, float* out, En en) {
+  if (sources == 0 || targets == 0) return;
+  // 1-2. counts and offsets (one extra element so the scan also yields the total).
+  DeviceBuffer counts((sources + 1) * sizeof(unsigned long long), stream);
+  DeviceBuffer offsets((sources + 1) * sizeof(unsigned long long), stream);
+  D9M_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, counts.bytes(), stream));
+  count_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, counts.get<unsigned long long>(), en);
+  D9M_CUDA_CHECK_LAUNCH();
+  std::size_t temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.get<unsigned long long>(),
+                                               offsets.get<unsigned long long>(), sources + 1, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, counts.get<unsigned long long>(),
+                                                 offsets.get<unsigned long long>(), sources + 1, stream));
+  }
+  unsigned long long total = 0;
+  D9M_CUDA_CHECK(cudaMemcpyAsync(&total, offsets.get<unsigned long long>() + sources, sizeof total,
+                                 cudaMemcpyDeviceToHost, stream));
+  D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (total == 0) return;
+  if (total > static_cast<unsigned long long>(INT_MAX))
+    throw std::runtime_error("cuda.ordered: more than 2^31 contributions; CUB's int item counts cannot hold them");
+  const int m = static_cast<int>(total);
+
+  // 3. pairs in reference order.
+  DeviceBuffer keys(total * sizeof(std::uint32_t), stream), values(total * sizeof(float), stream);
+  write_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, offsets.get<unsigned long long>(),
+                                                        keys.get<std::uint32_t>(), values.get<float>(), en);
+  D9M_CUDA_CHECK_LAUNCH();
+
+  // 4. stable sort by target.
+  DeviceBuffer keys_sorted(total * sizeof(std::uint32_t), stream), values_sorted(total * sizeof(float), stream);
+  const int end_bit = bits_for(targets);
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get<std::uint32_t>(), keys_sorted.get<std::uint32_t>(),
+                                                 values.get<float>(), values_sorted.get<float>(), m, 0, end_bit, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get<std::uint32_t>(),
+                                                   keys_sorted.get<std::uint32_t>(), values.get<float>(),
+                                                   values_sorted.get<float>(), m, 0, end_bit, stream));
+  }
+
+  // 5. segments of equal targets.
+  DeviceBuffer unique(total * sizeof(std::uint32_t), stream), lengths(total * sizeof(int), stream);
+  DeviceBuffer starts(total * sizeof(int), stream), runs(sizeof(int), stream);
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, keys_sorted.get<std::uint32_t>(),
+                                                    unique.get<std::uint32_t>(), lengths.get<int>(), runs.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp.get(), temp_bytes, keys_sorted.get<std::uint32_t>(),
+                                                      unique.get<std::uint32_t>(), lengths.get<int>(), runs.get<int>(), m, stream));
+  }
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, lengths.get<int>(), starts.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, lengths.get<int>(), starts.get<int>(), m, stream));
+  }
+
+  // 6. one thread per segment, in order. (At most `m` segments; threads past the run count exit.)
+  segment_sum_kernel<<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
+      unique.get<std::uint32_t>(), lengths.get<int>(), starts.get<int>(), runs.get<int>(), values_sorted.get<float>(), out);
+  D9M_CUDA_CHECK_LAUNCH();
+}
+
+template <class En>
+void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
+  auto stream = static_cast<cudaStream_t>(a.exec.stream);
+  if (order == Order::atomic) atomic(stream, sources, a.out<float>(), en);
+  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<float>(), en);
+}
+
+// Registers cuda.atomic and cuda.ordered for an op in scatter form. run(a, order) initialises
+// the output (on a.exec.stream) and calls apply(). `same_as_cpu`: cuda.ordered gives the bits
+// of cpu.ordered (recorded in its claim).
+bool register_cuda_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
+
+}  // namespace d9m::accumulate::cuda

@@ -1,0 +1,71 @@
+// Checked CUDA calls and RAII device memory. Every CUDA (and cuDNN) call goes through a macro
+// that names the call and the place, so an error in an audit log points at the line.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace d9m {
+
+// A CUDA error. `sticky` marks errors that poison the context (the process must not run more
+// device work), so the harness can tell "this case failed" from "the device is gone".
+struct CudaError : std::runtime_error {
+  CudaError(cudaError_t c, const std::string& what) : std::runtime_error(what), code(c) {}
+  cudaError_t code;
+};
+
+[[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  throw CudaError(e, std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                         cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+}  // namespace d9m
+
+#define D9M_CUDA_CHECK(call)                                                 \
+  do {                                                                       \
+    const cudaError_t d9m_cuda_status_ = (call);                             \
+    if (d9m_cuda_status_ != cudaSuccess)                                     \
+      ::d9m::throw_cuda(d9m_cuda_status_, #call, __FILE__, __LINE__);        \
+  } while (0)
+
+// After a kernel launch: reports launch-configuration errors at the launch site.
+#define D9M_CUDA_CHECK_LAUNCH() D9M_CUDA_CHECK(cudaGetLastError())
+
+namespace d9m {
+
+// Device memory owned by one stream: allocated and freed stream-ordered, so a variant's
+// temporaries cost what the frameworks' caching allocators cost, not a device synchronisation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(std::size_t bytes, cudaStream_t stream) : bytes_(bytes), stream_(stream) {
+    if (bytes) D9M_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, stream));
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFreeAsync(ptr_, stream_);  // never throws from a destructor
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), stream_(o.stream_) { o.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(stream_, o.stream_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  template <class T = void> T* get() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+inline unsigned blocks_for(std::size_t n, unsigned threads = 256) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+}  // namespace d9m

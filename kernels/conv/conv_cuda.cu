@@ -1,0 +1,21 @@
+// Direct CUDA variants of the conv backprops (the cuDNN ones are in conv_cudnn.cu).
+#include "kernels/common/accumulate_cuda.cuh"
+#include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/conv/conv.h"
+
+namespace d9m::conv {
+
+static const bool registered_data = accumulate::cuda::register_cuda_variants(
+    "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order order) {
+      const auto& g = a.problem.geom<Geometry>();
+      cuda::zero_output(a);
+      accumulate::cuda::apply(order, a, positions(g), BwdDataTaps{g, a.in<float>(0), a.in<float>(1)});
+    });
+static const bool registered_filter = accumulate::cuda::register_cuda_variants(
+    "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order order) {
+      const auto& g = a.problem.geom<Geometry>();
+      cuda::zero_output(a);
+      accumulate::cuda::apply(order, a, positions(g), BwdFilterTaps{g, a.in<float>(0), a.in<float>(1)});
+    });
+
+}  // namespace d9m::conv

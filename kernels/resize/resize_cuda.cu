@@ -1,0 +1,40 @@
+// CUDA variants of the resize family: forward ops one thread per output, grads in scatter form.
+#include "kernels/common/accumulate_cuda.cuh"
+#include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/op_helpers.h"
+#include "kernels/resize/resize.h"
+
+namespace d9m::resize {
+namespace {
+
+template <bool bilinear>
+void forward(const KernelArgs& a) {
+  const Geometry g = a.problem.geom<Geometry>();
+  const float* in = a.in<float>(0);
+  float* out = a.out<float>();
+  cuda::for_each_index(a, static_cast<std::size_t>(a.problem.output.numel()), [=] __device__(std::size_t i) {
+    const auto e = static_cast<std::int64_t>(i);
+    const std::int64_t c = e % g.c, ox = (e / g.c) % g.ow, oy = (e / g.c / g.ow) % g.oh, n = e / g.c / g.ow / g.oh;
+    out[i] = bilinear ? bilinear_value(g, in, n, oy, ox, c) : nearest_value(g, in, n, oy, ox, c);
+  });
+}
+
+template <class Taps>
+void grad(const KernelArgs& a, accumulate::Order order) {
+  const auto& g = a.problem.geom<Geometry>();
+  cuda::zero_output(a);
+  accumulate::cuda::apply(order, a, static_cast<std::size_t>(g.n * g.oh * g.ow), Taps{g, a.in<float>(0)});
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cuda.ordered", .backend = Backend::cuda,
+                      .claim = op::per_output_claim(), .run = forward<true>, .bit_equal_to = "cpu.ordered"});
+D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cuda.ordered", .backend = Backend::cuda,
+                      .claim = op::per_output_claim(), .run = forward<false>, .bit_equal_to = "cpu.ordered"});
+static const bool registered_bilinear_grad = accumulate::cuda::register_cuda_variants(
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); });
+static const bool registered_nearest_grad = accumulate::cuda::register_cuda_variants(
+    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); });
+
+}  // namespace d9m::resize

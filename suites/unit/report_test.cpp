@@ -1,0 +1,99 @@
+// Reports from a store written by hand: statuses, the verdict, and cross-implementation claims.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "harness/report.h"
+#include "harness/store.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Fixture {
+  std::string path = (fs::temp_directory_path() / ("d9m_report_test_" + std::to_string(::getpid()) + ".sqlite")).string();
+  Fixture() { fs::remove(path); }
+  ~Fixture() {
+    for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
+  }
+};
+
+// One case on one stack whose every trial has the given digests.
+void put(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
+         const std::vector<std::string>& digests, const std::string& bit_equal_to = "") {
+  CaseRecord rec{"", "scatter_add", variant, "cpu", "cfg", "cid", "{}", 1, "inputs", "float32", "[4]"};
+  rec.id = Store::case_id(rec);
+  std::vector<TrialRecord> ts;
+  for (std::size_t t = 0; t < digests.size(); ++t)
+    ts.push_back({static_cast<std::int64_t>(t), digests[t], 1000 + static_cast<std::int64_t>(t),
+                  digests[t] == digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{1, 0.5, 3, 2})});
+  std::set<std::string> distinct(digests.begin(), digests.end());
+  CaseRunRecord cr{distinct.size() == 1 ? Status::deterministic : Status::nondeterministic, "", claim, "design", "why",
+                   bit_equal_to, static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000};
+  s.put_case(run, rec, cr, ts);
+}
+
+std::string begin(Store& s) {
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
+  return s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+}
+
+TEST(Report, VerdictAndCellsFollowTheEvidence) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put(s, run, "cpu.atomic", "nondeterministic", {"a", "b", "c"});
+  put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+  put(s, run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
+  s.finish_run(run, "complete");
+  const ReportData d = load_report_data(s);
+  EXPECT_TRUE(verdict_of(d).held());
+  const std::string md = render_markdown(d);
+  EXPECT_NE(md.find("| scatter_add | cpu.atomic | ND (design) | ND 3/3 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scatter_add | cpu.ordered | cpu.serial | S1 | 1 of 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Claims held"), std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(d));
+  EXPECT_EQ(j["schema"], "d9m.report/1");
+  EXPECT_EQ(j["cross_implementation"].size(), 1u);
+  EXPECT_TRUE(j["cross_implementation"][0]["equal"].get<bool>());
+}
+
+TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+  put(s, run, "cpu.ordered", "deterministic", {"y", "y", "y"}, "cpu.serial");  // deterministic, but not the claimed bits
+  put(s, run, "cpu.blocked", "deterministic", {"x", "z", "x"});                 // diverged
+  s.finish_run(run, "complete");
+  const ReportData d = load_report_data(s);
+  const Verdict v = verdict_of(d);
+  ASSERT_EQ(v.broken.size(), 2u);
+  const std::string md = render_markdown(d);
+  EXPECT_NE(md.find("**ND 2/3** (claim broken)"), std::string::npos) << md;
+  EXPECT_NE(md.find("**0 of 1** (claim broken)"), std::string::npos) << md;
+  EXPECT_NE(md.find("CLAIMS BROKEN: 2"), std::string::npos) << md;
+  EXPECT_FALSE(nlohmann::json::parse(render_json(d))["verdict"]["claims_held"].get<bool>());
+}
+
+TEST(Report, RunsOfOneStackAddUpAndDStatesItsBound) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  for (int k = 0; k < 2; ++k) {
+    const std::string run = begin(s);
+    put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+    s.finish_run(run, "complete");
+  }
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].trials, 6);
+  EXPECT_EQ(d.results[0].runs, 2);
+  EXPECT_NEAR(d.results[0].bound95(), 1 - std::pow(0.05, 1.0 / 5), 1e-12);
+}
+
+}  // namespace
+}  // namespace d9m
