@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The whole GPU job, for a machine with an NVIDIA GPU: the GPU tests, then the full audit --
+# every GPU case with at least 200 trials (D9M_GPU_TRIALS), and the CPU cases of the same
+# catalogue (D9M_CPU_TRIALS) into the same store, so cross-implementation equality can be read
+# from it -- then the reports. Everything goes under OUT (first argument, or $OUT, or
+# out/gpu-audit): d9m.sqlite, report.md, report.json, fingerprint.json, nvidia-smi.txt, log.txt.
+#
+#   ci/gpu-audit.sh [OUT]
+#   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing)
+#
+# The exit code is that of the GPU tests or, if they pass, of the audit (1: a claim was broken).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${1:-${OUT:-out/gpu-audit}}
+build=${D9M_BUILD_DIR:-build/gpu}
+gpu_trials=${D9M_GPU_TRIALS:-200}
+cpu_trials=${D9M_CPU_TRIALS:-20}
+mkdir -p "$out"
+log=$out/log.txt
+: > "$log"
+say() { echo "== $*" | tee -a "$log"; }
+
+# cuDNN may live outside the loader's path (e.g. inside a Python environment's nvidia wheels).
+if ! ldconfig -p 2> /dev/null | grep -q 'libcudnn.so.9'; then
+  cudnn=$(find / -xdev -name 'libcudnn.so.9' -not -path '/proc/*' 2> /dev/null | head -n 1)
+  if [[ -n $cudnn ]]; then
+    export LD_LIBRARY_PATH=$(dirname "$cudnn")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    say "cuDNN: $cudnn"
+  fi
+fi
+
+if [[ ! -x $build/harness/d9m ]]; then
+  say "building d9m with CUDA into $build"
+  source ci/deps.sh
+  d9m_install_deps
+  D9M_CUDA=ON d9m_build "$build" -DCMAKE_BUILD_TYPE=Release -DD9M_TESTS=ON >> "$log" 2>&1 || { say "build failed"; exit 3; }
+fi
+d9m=$build/harness/d9m
+
+say "machine"
+{ nvidia-smi || echo "nvidia-smi not available"; } > "$out/nvidia-smi.txt" 2>&1
+cat "$out/nvidia-smi.txt" >> "$log"
+"$d9m" fingerprint --json > "$out/fingerprint.json" 2>> "$log"
+cat "$out/fingerprint.json" >> "$log"
+
+# This job exists to produce GPU evidence: without a GPU it stops here rather than "pass" with
+# every GPU case skipped (D9M_ALLOW_NO_GPU=1 runs it anyway, to try the script).
+if ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['fingerprint']['gpus'] else 1)" "$out/fingerprint.json"; then
+  say "no GPU in the fingerprint: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gpu_status'])" "$out/fingerprint.json")"
+  [[ ${D9M_ALLOW_NO_GPU:-0} == 1 ]] || exit 3
+fi
+
+# The test binaries are run directly: a carried build folder's CTest files name the paths of
+# the machine that configured it.
+say "GPU tests"
+"$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
+tests_rc=${PIPESTATUS[0]}
+say "unit tests"
+"$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+unit_rc=${PIPESTATUS[0]}
+
+say "audit: GPU backend, $gpu_trials trials per case"
+"$d9m" run --backend cuda -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+gpu_rc=${PIPESTATUS[0]}
+say "audit: CPU backend, $cpu_trials trials per case"
+"$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+cpu_rc=${PIPESTATUS[0]}
+
+say "reports"
+"$d9m" report --db "$out/d9m.sqlite" --format md -o "$out/report.md" 2>&1 | tee -a "$log"
+"$d9m" report --db "$out/d9m.sqlite" --format json -o "$out/report.json" 2>&1 | tee -a "$log"
+"$d9m" verify --db "$out/d9m.sqlite" 2>&1 | tee -a "$log"
+# A WAL store is only whole with its -wal file; fold it in so d9m.sqlite alone is the evidence.
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" \
+  "$out/d9m.sqlite" 2>> "$log" || true
+say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc"
+for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc; do
+  ((rc != 0)) && exit "$rc"
+done
+exit 0
