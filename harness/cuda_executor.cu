@@ -2,6 +2,7 @@
 // two CUDA events (zeroing an accumulated output is part of the op, as in the frameworks), and
 // the digest and diff stats are computed on the device against the first trial's output, which
 // stays there.
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 
@@ -11,6 +12,8 @@
 namespace d9m {
 
 namespace {
+
+__global__ void probe_kernel() {}
 
 struct Stream {
   cudaStream_t s = nullptr;
@@ -35,13 +38,44 @@ class CudaExecutor final : public Executor {
         why_ = std::string("no device: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
       } else if (n == 0) {
         why_ = "no device: the CUDA runtime sees no GPU";
+      } else {
+        // A GPU this build has no kernels for would fail every case: say so once instead.
+        cudaFuncAttributes attr{};
+        const cudaError_t k = cudaFuncGetAttributes(&attr, probe_kernel);
+        if (k != cudaSuccess) {
+          cudaGetLastError();
+          cudaDeviceProp prop{};
+          cudaGetDeviceProperties(&prop, 0);
+          why_ = std::string("no kernels for this GPU (") + prop.name + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+                 "): rebuild with CMAKE_CUDA_ARCHITECTURES including " + std::to_string(prop.major) + std::to_string(prop.minor);
+        } else {
+          // Freed device memory stays in the stream-ordered pool between trials, as in the
+          // frameworks' caching allocators, instead of being unmapped at every synchronisation.
+          cudaMemPool_t pool;
+          if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess) {
+            std::uint64_t keep = UINT64_MAX;
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+          }
+        }
       }
     });
-    return why_;
+    return lost_ ? lost_ : why_;
   }
 
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                   bool keep_first_output, const TrialCallback& after_trial) override {
+    try {
+      return run_trials(v, p, inputs, trials, keep_first_output, after_trial);
+    } catch (const CudaError& e) {
+      // After a sticky error the context is gone: the remaining GPU cases are skipped with the
+      // reason, and this case is an ERROR with it.
+      if (e.sticky()) lost_ = std::string("device lost earlier in this run: ") + e.what();
+      throw;
+    }
+  }
+
+  CaseOutcome run_trials(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
+                         bool keep_first_output, const TrialCallback& after_trial) {
     D9M_CUDA_CHECK(cudaSetDevice(0));
     CaseOutcome outcome;
     Stream stream;
@@ -62,6 +96,10 @@ class CudaExecutor final : public Executor {
     DeviceBuffer first(std::max<std::size_t>(bytes, 1), stream.s), current(std::max<std::size_t>(bytes, 1), stream.s);
     Event start, stop;
     GpuDigester digester(stream.s);
+    // One untimed warm-up: lazy module loading and library set-up are not the op's cost.
+    args.output = first.get();
+    v.run(args);
+    D9M_CUDA_CHECK(cudaStreamSynchronize(stream.s));
     for (std::int64_t t = 0; t < trials; ++t) {
       void* out = t == 0 ? first.get() : current.get();
       // Poisoned so a variant that forgets to initialise its output cannot inherit last trial's.
@@ -94,6 +132,7 @@ class CudaExecutor final : public Executor {
  private:
   mutable std::once_flag probed_;
   mutable std::optional<std::string> why_;
+  std::optional<std::string> lost_;
 };
 
 }  // namespace

@@ -52,6 +52,28 @@ Digest128 digest_v1(const void* data, std::size_t bytes, ThreadPool* pool) {
   return {h.high64, h.low64};
 }
 
+std::string sha256_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return "";
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<unsigned char> buf(1 << 20);
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) EVP_DigestUpdate(ctx, buf.data(), n);
+  std::fclose(f);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  std::string out;
+  char hex[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(hex, sizeof hex, "%02x", md[i]);
+    out += hex;
+  }
+  return out;
+}
+
 std::string sha256_hex(const std::string& bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -26,5 +26,7 @@ Digest128 digest_v1(const void* data, std::size_t bytes, ThreadPool* pool = null
 
 // Lowercase hex of a SHA-256 (OpenSSL), for content-addressed keys.
 std::string sha256_hex(const std::string& bytes);
+// SHA-256 of a file's bytes, or "" when it cannot be read.
+std::string sha256_file(const std::string& path);
 
 }  // namespace d9m

@@ -69,7 +69,7 @@ Digest128 GpuDigester::digest(const void* data, std::size_t bytes) {
   if (leaves_.bytes() < std::max<std::size_t>(leaves, 1) * 8) leaves_ = DeviceBuffer(std::max<std::size_t>(leaves, 1) * 8, stream_);
   if (result_.bytes() < sizeof(DeviceDiff)) result_ = DeviceBuffer(sizeof(DeviceDiff), stream_);
   if (leaves) {
-    leaf_kernel<<<blocks_for(leaves), 128, 0, stream_>>>(static_cast<const unsigned char*>(data), bytes, leaves,
+    leaf_kernel<<<blocks_for(leaves, 128), 128, 0, stream_>>>(static_cast<const unsigned char*>(data), bytes, leaves,
                                                          leaves_.get<std::uint64_t>());
     D9M_CUDA_CHECK_LAUNCH();
   }

@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "harness/compare.h"
+#include "harness/digest.h"
+#include "harness/escape.h"
 #include "harness/fingerprint.h"
 
 namespace d9m {
@@ -112,12 +115,9 @@ Verdict verdict_of(const ReportData& data) {
   return v;
 }
 
-std::string render_markdown(const ReportData& data) {
+std::string report_header(const ReportData& data) {
   std::ostringstream o;
-  const Verdict verdict = verdict_of(data);
   const std::int64_t n_min = data.trials_per_case.empty() ? 0 : data.trials_per_case.front();
-
-  o << "# d9m determinism status\n\n```\n";
   o << "# d9m " << d9m_version() << " (" << d9m_commit() << "), report generated " << data.generated_at << "\n";
   o << "# store: " << data.store_path << "   runs: " << data.runs << " (" << data.interrupted_runs << " interrupted)   stacks: "
     << data.stacks.size() << "\n";
@@ -128,8 +128,121 @@ std::string render_markdown(const ReportData& data) {
     o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
       << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << fmt("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))
       << " at N=" << n_min << ")\n";
-  o << "```\n\n";
+  return o.str();
+}
 
+namespace {
+
+struct AuditFacts {
+  std::string store_sha256, wal_note;
+  std::vector<std::string> anomalies;
+};
+
+AuditFacts audit_facts(const ReportData& data) {
+  AuditFacts f;
+  f.store_sha256 = sha256_file(data.store_path);
+  const std::string wal = sha256_file(data.store_path + "-wal");
+  std::FILE* w = std::fopen((data.store_path + "-wal").c_str(), "rb");
+  if (w) {
+    std::fseek(w, 0, SEEK_END);
+    if (std::ftell(w) > 0) f.wal_note = "the store has a write-ahead log (" + data.store_path + "-wal, sha256 " + wal +
+                                        "); `d9m merge -o FILE STORE` makes a single-file copy whose hash covers everything";
+    std::fclose(w);
+  }
+  const Verdict v = verdict_of(data);
+  for (const auto& b : v.broken) f.anomalies.push_back("claim broken: " + b);
+  for (const auto& r : data.results) {
+    const std::string where = r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label;
+    if (r.status == Status::error) f.anomalies.push_back("error: " + where + ": " + r.detail);
+    if (r.status == Status::nondeterministic && !r.claim_broken()) {
+      std::string diff;
+      if (r.worst_diff)
+        diff = "; worst trial: " + std::to_string(r.worst_diff->count) + " elements differ, up to " + std::to_string(r.worst_diff->max_ulp) +
+               " ULP, first at " + std::to_string(r.worst_diff->first_index);
+      f.anomalies.push_back("nondeterministic as claimed: " + where + ": " + std::to_string(r.distinct) + " digests in " +
+                            std::to_string(r.trials) + " trials" + diff);
+    }
+  }
+  for (const auto& d : stack_differences(data))
+    f.anomalies.push_back("stack-to-stack difference: " + d.op + "/" + d.config + "/" + d.variant + ": " + data.stack(d.stack_a).label +
+                          " " + d.digest_a + " vs " + data.stack(d.stack_b).label + " " + d.digest_b);
+  for (const auto& r : data.run_rows)
+    if (r.state != "complete") f.anomalies.push_back("run " + r.id + " on " + r.host + " is " + r.state);
+  return f;
+}
+
+const char* kProcedure =
+    "Each case (op, variant, config, input seed) was executed N times in one process per run, on the stack identified by its "
+    "fingerprint. Inputs were generated on the host from the case seed with a counter-based generator whose bits are fully "
+    "specified (SplitMix64), and their digest is recorded with the case: stacks are compared only on equal inputs. Every output "
+    "of every trial was digested bit for bit with d9m-digest-v1 (XXH3-64 over 4096-byte leaves, XXH3-128 over the leaves). "
+    "When a trial's digest differed from the run's first trial, the number of differing elements, the largest absolute and ULP "
+    "differences and the first differing index were recorded. Trials were timed around the op alone (steady clock on the CPU, "
+    "CUDA events on the GPU); zeroing an accumulated output is part of the op.";
+
+const char* kCriteria =
+    "A variant claimed deterministic passes on a stack when every trial of every run on that stack gave one digest; with N "
+    "trials this bounds the per-trial divergence probability below 1 - 0.05^(1/(N-1)) at 95% confidence (the first trial is "
+    "the reference, so N trials give N-1 chances to diverge). A variant claiming the bits of another implementation passes when "
+    "both were deterministic and their digests are equal on the same inputs and stack. Claims of nondeterminism are "
+    "informational: a nondeterministic variant that never diverged is reported, not failed. The audit passes when no claim "
+    "broke.";
+
+}  // namespace
+
+std::string audit_sections_md(const ReportData& data) {
+  const AuditFacts f = audit_facts(data);
+  std::ostringstream o;
+  o << "## Identification\n\n- tool: d9m " << d9m_version() << ", commit " << d9m_commit() << "\n- date: " << data.generated_at
+    << "\n- store: `" << data.store_path << "`, SHA-256 `" << (f.store_sha256.empty() ? "unreadable" : f.store_sha256) << "`\n";
+  if (!f.wal_note.empty()) o << "- note: " << f.wal_note << "\n";
+  o << "- catalogue SHA-256: " << join(data.catalog_digests, ", ") << "\n\n## Procedure\n\n" << kProcedure
+    << "\n\n## Acceptance criteria\n\n" << kCriteria << "\n\n## Runs\n\n| run | stack | host | state | started | finished | N | threads | arguments |\n"
+    << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : data.run_rows)
+    o << "| `" << r.id.substr(0, 12) << "` | " << data.stack(r.stack).label << " | " << cell(r.host) << " | " << r.state << " | "
+      << r.started_at << " | " << r.finished_at << " | " << r.trials_per_case << " | " << r.threads << " | `" << cell(r.arguments) << "` |\n";
+  o << "\n## Fingerprints\n\n";
+  for (const auto& s : data.stacks) o << "### " << s.label << " `" << s.id << "`\n\n```json\n" << s.fingerprint.dump(2) << "\n```\n\n";
+  o << "## Anomalies\n\n";
+  if (f.anomalies.empty()) o << "None.\n";
+  for (const auto& a : f.anomalies) o << "- " << cell(a) << "\n";
+  o << "\n";
+  return o.str();
+}
+
+std::string audit_sections_html(const ReportData& data) {
+  const AuditFacts f = audit_facts(data);
+  std::ostringstream o;
+  o << "<h2>Identification</h2>\n<table><tbody><tr><th>tool</th><td>d9m " << xml_escape(d9m_version() + ", commit " + d9m_commit())
+    << "</td></tr><tr><th>date</th><td>" << xml_escape(data.generated_at) << "</td></tr><tr><th>store</th><td><code>"
+    << xml_escape(data.store_path) << "</code><br>SHA-256 <code>" << xml_escape(f.store_sha256.empty() ? "unreadable" : f.store_sha256)
+    << "</code>" << (f.wal_note.empty() ? "" : "<br>" + xml_escape(f.wal_note)) << "</td></tr><tr><th>catalogue SHA-256</th><td><code>"
+    << xml_escape(join(data.catalog_digests, ", ")) << "</code></td></tr></tbody></table>\n";
+  o << "<h2>Procedure</h2>\n<p>" << xml_escape(kProcedure) << "</p>\n<h2>Acceptance criteria</h2>\n<p>" << xml_escape(kCriteria) << "</p>\n";
+  o << "<h2>Runs</h2>\n<table><thead><tr><th>run</th><th>stack</th><th>host</th><th>state</th><th>started</th><th>finished</th><th>N</th>"
+       "<th>threads</th><th>arguments</th></tr></thead><tbody>\n";
+  for (const auto& r : data.run_rows)
+    o << "<tr><td><code>" << xml_escape(r.id) << "</code></td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td>" << xml_escape(r.host)
+      << "</td><td>" << xml_escape(r.state) << "</td><td>" << xml_escape(r.started_at) << "</td><td>" << xml_escape(r.finished_at)
+      << "</td><td>" << r.trials_per_case << "</td><td>" << r.threads << "</td><td><code>" << xml_escape(r.arguments) << "</code></td></tr>\n";
+  o << "</tbody></table>\n<h2>Fingerprints</h2>\n";
+  for (const auto& s : data.stacks)
+    o << "<h3>" << xml_escape(s.label) << " <code>" << xml_escape(s.id) << "</code></h3>\n<pre class=\"meta\">" << xml_escape(s.fingerprint.dump(2))
+      << "</pre>\n";
+  o << "<h2>Anomalies</h2>\n<ul>";
+  if (f.anomalies.empty()) o << "<li>None.</li>";
+  for (const auto& a : f.anomalies) o << "<li>" << xml_escape(a) << "</li>";
+  o << "</ul>\n";
+  return o.str();
+}
+
+std::string render_markdown(const ReportData& data, bool audit) {
+  std::ostringstream o;
+  const Verdict verdict = verdict_of(data);
+
+  o << "# d9m determinism " << (audit ? "audit report" : "status") << "\n\n```\n" << report_header(data) << "```\n\n";
+  if (audit) o << audit_sections_md(data);
   o << "## Stacks\n\n| stack | fingerprint | runs | hosts | stack contents |\n|---|---|---|---|---|\n";
   for (const auto& s : data.stacks)
     o << "| " << s.label << " | `" << s.id.substr(0, 12) << "` | " << s.runs << " | " << cell(join(s.hosts, ", ")) << " | "
@@ -216,6 +329,15 @@ std::string render_markdown(const ReportData& data) {
         << " |\n";
   }
 
+  const auto diffs = stack_differences(data);
+  if (!diffs.empty()) {
+    o << "\n## Stack-to-stack differences\n\nDeterministic on each stack, but a different output on the same inputs: "
+         "reproducible run to run, not stack to stack.\n\n| op | config | variant | stacks | digests |\n|---|---|---|---|---|\n";
+    for (const auto& d : diffs)
+      o << "| " << d.op << " | " << cell(d.config) << " | " << d.variant << " | " << data.stack(d.stack_a).label << " vs "
+        << data.stack(d.stack_b).label << " | `" << d.digest_a.substr(0, 12) << "` vs `" << d.digest_b.substr(0, 12) << "` |\n";
+  }
+
   o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : data.results) {
@@ -296,6 +418,10 @@ std::string render_json(const ReportData& data) {
   for (const auto& c : cross_checks(data))
     cross.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"variant", c.variant}, {"partner", c.partner},
                      {"digest", c.digest}, {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
+  json diffs = json::array();
+  for (const auto& d : stack_differences(data))
+    diffs.push_back({{"op", d.op}, {"config", d.config}, {"variant", d.variant}, {"stack_a", d.stack_a}, {"stack_b", d.stack_b},
+                     {"digest_a", d.digest_a}, {"digest_b", d.digest_b}});
   json counts = json::object();
   for (int i = 0; i < 5; ++i) counts[to_string(static_cast<Status>(i))] = verdict.by_status[i];
   const json report = {{"schema", "d9m.report/1"},
@@ -310,6 +436,7 @@ std::string render_json(const ReportData& data) {
                        {"results", results},
                        {"costs", costs},
                        {"cross_implementation", cross},
+                       {"stack_differences", diffs},
                        {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"counts", counts}}}};
   return report.dump(2) + "\n";
 }

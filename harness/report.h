@@ -9,8 +9,19 @@
 
 namespace d9m {
 
-std::string render_markdown(const ReportData& data);
+// `audit` adds what a regulated filing needs: identification (tool, store SHA-256, catalogue),
+// the procedure, the acceptance criteria, every run, the full fingerprints and every anomaly.
+std::string render_markdown(const ReportData& data, bool audit = false);
+std::string render_html(const ReportData& data, bool audit = false);
+
+// The header every format shares: every run parameter, one per line.
+std::string report_header(const ReportData& data);
+// The audit sections, as Markdown and as HTML.
+std::string audit_sections_md(const ReportData& data);
+std::string audit_sections_html(const ReportData& data);
 std::string render_json(const ReportData& data);
+std::string render_junit(const ReportData& data);
+std::string render_csv(const ReportData& data);
 
 struct Verdict {
   std::int64_t cases = 0, by_status[5] = {};

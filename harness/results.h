@@ -38,8 +38,14 @@ struct CaseResult {
   bool claim_broken() const { return claim_determinism == "deterministic" && status == Status::nondeterministic; }
 };
 
+struct RunRow {
+  std::string id, stack, host, state, started_at, finished_at, arguments, catalog_digest, d9m_version, d9m_commit;
+  std::int64_t trials_per_case = 0, threads = 0;
+};
+
 struct ReportData {
   std::string store_path;
+  std::vector<RunRow> run_rows;
   std::string generated_at;
   std::vector<StackInfo> stacks;
   std::vector<CaseResult> results;  // ordered by op, config, variant, stack

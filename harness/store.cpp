@@ -153,7 +153,8 @@ Store Store::open(const std::string& path, Mode mode) {
   }
 
   sqlite3* db = nullptr;
-  const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX;
+  // URI filenames let merge ATTACH its inputs read-only ("file:...?mode=ro").
+  const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   auto refuse = [&](const std::string& why) {
     sqlite3_close(db);

@@ -5,12 +5,15 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "harness/catalog.h"
+#include "harness/compare.h"
 #include "harness/error.h"
 #include "harness/fingerprint.h"
+#include "harness/merge.h"
 #include "harness/npy.h"
 #include "harness/report.h"
 #include "harness/runner.h"
@@ -104,10 +107,14 @@ void write_output(const std::string& path, const std::string& text) {
   write_file_atomically(path, text);
 }
 
-std::string render(const ReportData& data, const std::string& format) {
-  if (format == "md") return render_markdown(data);
+std::string render(const ReportData& data, const std::string& format, bool audit) {
+  if (audit && format != "md" && format != "html") fail_usage("--audit goes with --format md or html");
+  if (format == "md") return render_markdown(data, audit);
+  if (format == "html") return render_html(data, audit);
   if (format == "json") return render_json(data);
-  fail_usage("--format must be md or json, got '" + format + "' (html, junit and csv are planned)");
+  if (format == "junit") return render_junit(data);
+  if (format == "csv") return render_csv(data);
+  fail_usage("--format must be md, html, json, junit or csv, got '" + format + "'");
 }
 
 extern "C" void on_signal(int) { request_stop(); }
@@ -120,8 +127,10 @@ int main_impl(int argc, char** argv) {
   app.set_version_flag("--version", d9m_version() + " (" + d9m_commit() + ")");
 
   std::string catalog_path, backend = "all", db = "d9m.sqlite", format = "md", output, run_id, save_dir;
-  std::vector<std::string> ops, variants, configs;
-  bool as_json = false, cases_only = false, quiet = false, ctest = false;
+  std::vector<std::string> ops, variants, configs, stacks, merge_inputs;
+  std::string diff_a, diff_b, baseline_file;
+  double timing_tolerance = 0.25;
+  bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -150,9 +159,31 @@ int main_impl(int argc, char** argv) {
 
   auto* report = app.add_subcommand("report", "render the evidence in a store");
   report->add_option("--db", db, "store file");
-  report->add_option("--format", format, "md or json");
+  report->add_option("--format", format, "md, html, json, junit or csv");
   report->add_option("-o,--output", output, "file to write (default: standard output)");
   report->add_option("--run", run_id, "only this run");
+  report->add_flag("--audit", audit, "the audit report for regulated use (md, html)");
+  report->add_option("--stacks", stacks, "only these stacks (label S1, fingerprint prefix or host)")->delimiter(',');
+
+  auto* merge = app.add_subcommand("merge", "combine stores (idempotent, order-independent)");
+  merge->add_option("-o,--output", output, "the merged store (created, or merged into)")->required();
+  merge->add_option("inputs", merge_inputs, "stores to merge")->required();
+
+  auto* diff = app.add_subcommand("diff", "what changed between two stores, runs or stacks");
+  diff->add_option("a", diff_a, "STORE[@SELECTOR]: selector S1, a fingerprint prefix, a host or run:<id prefix>")->required();
+  diff->add_option("b", diff_b, "STORE[@SELECTOR]")->required();
+  diff->add_option("--timing-tolerance", timing_tolerance, "relative timing change that counts (default 0.25)");
+  diff->add_option("-o,--output", output, "file to write (default: standard output)");
+
+  auto* baseline = app.add_subcommand("baseline", "golden digests: pin them, check a store against them");
+  baseline->require_subcommand(1);
+  auto* pin = baseline->add_subcommand("pin", "write the deterministic digests of a store");
+  pin->add_option("--db", db, "store file");
+  pin->add_option("--stacks", stacks, "only these stacks")->delimiter(',');
+  pin->add_option("-o,--output", output, "baseline file")->required();
+  auto* check = baseline->add_subcommand("check", "exit 1 when a pinned case drifted");
+  check->add_option("--db", db, "store file");
+  check->add_option("baseline", baseline_file, "baseline file")->required();
 
   auto* verify = app.add_subcommand("verify", "integrity and consistency of a store");
   verify->add_option("--db", db, "store file");
@@ -192,10 +223,47 @@ int main_impl(int argc, char** argv) {
   }
   if (*report) {
     const Store store = Store::open(db, Store::Mode::read_only);
-    const ReportData data = load_report_data(store, run_id.empty() ? std::nullopt : std::optional(run_id));
+    ReportData data = load_report_data(store, run_id.empty() ? std::nullopt : std::optional(run_id));
     if (!run_id.empty() && data.runs == 0) fail_usage("--run " + run_id + ": no such run in " + db);
-    write_output(output, render(data, format));
+    select_stacks(data, stacks);
+    write_output(output, render(data, format, audit));
     return verdict_of(data).held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  if (*merge) {
+    const MergeSummary m = merge_stores(output, merge_inputs);
+    std::printf("%s: %lld rows added, %lld already present\n", output.c_str(), static_cast<long long>(m.added),
+                static_cast<long long>(m.present));
+    return 0;
+  }
+  if (*diff) {
+    const DiffReport d = diff_reports(load_operand(diff_a), load_operand(diff_b), timing_tolerance);
+    write_output(output, render_diff(d, diff_a, diff_b));
+    return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  if (*pin) {
+    const Store store = Store::open(db, Store::Mode::read_only);
+    ReportData data = load_report_data(store);
+    select_stacks(data, stacks);
+    write_output(output, pin_baseline(data).dump(1) + "\n");
+    return 0;
+  }
+  if (*check) {
+    std::ifstream in(baseline_file);
+    if (!in) fail_usage(baseline_file + ": cannot read the baseline");
+    nlohmann::json b;
+    try {
+      b = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail_usage(baseline_file + ": " + e.what());
+    }
+    const Store store = Store::open(db, Store::Mode::read_only);
+    const BaselineCheck c = check_baseline(load_report_data(store), b, baseline_file);
+    for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());
+    for (const auto& m : c.missing) std::printf("missing: %s\n", m.c_str());
+    for (const auto& d : c.drifted) std::printf("DRIFT: %s\n", d.c_str());
+    std::printf("%s against %s: %lld cases checked, %zu drifted, %zu missing\n", db.c_str(), baseline_file.c_str(),
+                static_cast<long long>(c.checked), c.drifted.size(), c.missing.size());
+    return c.drifted.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
   }
   if (*verify) {
     const Store store = Store::open(db, Store::Mode::read_only);

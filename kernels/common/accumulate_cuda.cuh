@@ -110,7 +110,7 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, floa
   D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (total == 0) return;
   if (total > static_cast<unsigned long long>(INT_MAX))
-    throw std::runtime_error("cuda.ordered: more than 2^31 contributions; CUB's int item counts cannot hold them");
+    throw Unsupported("cuda.ordered: more than 2^31 contributions; CUB's run-length encoding counts items in int");
   const int m = static_cast<int>(total);
 
   // 3. pairs in reference order.
@@ -135,6 +135,8 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, floa
   // 5. segments of equal targets.
   DeviceBuffer unique(total * sizeof(std::uint32_t), stream), lengths(total * sizeof(int), stream);
   DeviceBuffer starts(total * sizeof(int), stream), runs(sizeof(int), stream);
+  // Encode writes only the first `runs` lengths; the scan below reads all m, so zero the rest.
+  D9M_CUDA_CHECK(cudaMemsetAsync(lengths.get(), 0, lengths.bytes(), stream));
   temp_bytes = 0;
   D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, keys_sorted.get<std::uint32_t>(),
                                                     unique.get<std::uint32_t>(), lengths.get<int>(), runs.get<int>(), m, stream));

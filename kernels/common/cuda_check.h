@@ -3,16 +3,23 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace d9m {
 
-// A CUDA error. `sticky` marks errors that poison the context (the process must not run more
-// device work), so the harness can tell "this case failed" from "the device is gone".
+// A CUDA error, with its code so the harness can tell "this case failed" from "the context is
+// poisoned" (sticky errors such as an illegal address: no further device work can succeed).
 struct CudaError : std::runtime_error {
   CudaError(cudaError_t c, const std::string& what) : std::runtime_error(what), code(c) {}
   cudaError_t code;
+  bool sticky() const {
+    return code == cudaErrorIllegalAddress || code == cudaErrorLaunchFailure || code == cudaErrorHardwareStackError ||
+           code == cudaErrorIllegalInstruction || code == cudaErrorMisalignedAddress || code == cudaErrorInvalidPc ||
+           code == cudaErrorAssert || code == cudaErrorECCUncorrectable;
+  }
 };
 
 [[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {

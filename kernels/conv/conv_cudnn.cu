@@ -42,6 +42,23 @@ Claim documented(Direction dir, int algo) {
           nd ? "cuDNN documents this algorithm as non-deterministic (atomics)" : "cuDNN documents this algorithm as deterministic"};
 }
 
+// An algorithm cuDNN lists without success (or not at all) for this config is UNSUPPORTED.
+template <class Perf>
+void supported_or_throw(const Perf* perf, int returned, int algo) {
+  for (int i = 0; i < returned; ++i)
+    if (static_cast<int>(perf[i].algo) == algo) {
+      if (perf[i].status == CUDNN_STATUS_SUCCESS) return;
+      throw Unsupported(std::string("cuDNN: ") + cudnnGetErrorString(perf[i].status));
+    }
+  throw Unsupported("cuDNN does not list this algorithm for the config");
+}
+
+// A call that reports NOT_SUPPORTED at run time is a status, not an error.
+void run_checked(cudnnStatus_t s, const char* call) {
+  if (s == CUDNN_STATUS_NOT_SUPPORTED) throw Unsupported(std::string("cuDNN: ") + call + ": " + cudnnGetErrorString(s));
+  if (s != CUDNN_STATUS_SUCCESS) cudnn::fail(s, call, __FILE__, __LINE__);
+}
+
 float* device_alloc(std::size_t elements) {
   void* p = nullptr;
   D9M_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(elements, 1) * sizeof(float)));
@@ -66,6 +83,9 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
   D9M_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(st->conv.get(), I(g.y.pad_before), I(g.x.pad_before), I(g.y.stride),
                                                   I(g.x.stride), I(g.y.dilation), I(g.x.dilation), CUDNN_CROSS_CORRELATION,
                                                   CUDNN_DATA_FLOAT));
+  // Plain FP32 arithmetic: TF32 tensor cores (CUDNN_DEFAULT_MATH on Ampere and later) would make
+  // these a different op; a TF32 audit is a separate setting, not a silent default.
+  D9M_CUDNN_CHECK(cudnnSetConvolutionMathType(st->conv.get(), CUDNN_FMA_MATH));
   Prepared prepared;
   const std::string doc = "; documented: " + documented(dir, algo).reason.substr(std::string("cuDNN documents this algorithm as ").size());
   // cuDNN's own claim for this config: the determinism of the algorithm's perf entry.
@@ -74,6 +94,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
     int returned = 0;
     D9M_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(st->handle.get(), st->w_desc.get(), st->dy_desc.get(), st->conv.get(),
                                                                 st->x_desc.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+    supported_or_throw(perf, returned, algo);
     for (int i = 0; i < returned; ++i)
       if (perf[i].algo == algo && perf[i].status == CUDNN_STATUS_SUCCESS)
         prepared.claim = Claim{perf[i].determinism == CUDNN_DETERMINISTIC ? Determinism::deterministic : Determinism::nondeterministic,
@@ -87,6 +108,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
     int returned = 0;
     D9M_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(st->handle.get(), st->x_desc.get(), st->dy_desc.get(), st->conv.get(),
                                                                   st->w_desc.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+    supported_or_throw(perf, returned, algo);
     for (int i = 0; i < returned; ++i)
       if (perf[i].algo == algo && perf[i].status == CUDNN_STATUS_SUCCESS)
         prepared.claim = Claim{perf[i].determinism == CUDNN_DETERMINISTIC ? Determinism::deterministic : Determinism::nondeterministic,
@@ -115,17 +137,17 @@ void run(Direction dir, const KernelArgs& a) {
     const std::int64_t w_dims[4] = {g.y.k, g.x.k, g.ci, g.co};
     cudnn::permute4(s, a.in<float>(0), st.w_kcrs, w_dims, {3, 2, 0, 1});    // HWIO -> KCRS
     cudnn::permute4(s, a.in<float>(1), st.dy_nchw, dy_dims, {0, 3, 1, 2});  // NHWC -> NCHW
-    D9M_CUDNN_CHECK(cudnnConvolutionBackwardData(st.handle.get(), &alpha, st.w_desc.get(), st.w_kcrs, st.dy_desc.get(), st.dy_nchw,
+    run_checked(cudnnConvolutionBackwardData(st.handle.get(), &alpha, st.w_desc.get(), st.w_kcrs, st.dy_desc.get(), st.dy_nchw,
                                                  st.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(st.algo), st.workspace,
-                                                 st.workspace_bytes, &beta, st.x_desc.get(), st.x_nchw));
+                                                 st.workspace_bytes, &beta, st.x_desc.get(), st.x_nchw), "cudnnConvolutionBackwardData");
     const std::int64_t dx_dims[4] = {g.n, g.ci, g.y.in, g.x.in};
     cudnn::permute4(s, st.x_nchw, a.out<float>(), dx_dims, {0, 2, 3, 1});   // NCHW -> NHWC
   } else {
     cudnn::permute4(s, a.in<float>(0), st.x_nchw, x_dims, {0, 3, 1, 2});
     cudnn::permute4(s, a.in<float>(1), st.dy_nchw, dy_dims, {0, 3, 1, 2});
-    D9M_CUDNN_CHECK(cudnnConvolutionBackwardFilter(st.handle.get(), &alpha, st.x_desc.get(), st.x_nchw, st.dy_desc.get(), st.dy_nchw,
+    run_checked(cudnnConvolutionBackwardFilter(st.handle.get(), &alpha, st.x_desc.get(), st.x_nchw, st.dy_desc.get(), st.dy_nchw,
                                                    st.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(st.algo), st.workspace,
-                                                   st.workspace_bytes, &beta, st.w_desc.get(), st.w_kcrs));
+                                                   st.workspace_bytes, &beta, st.w_desc.get(), st.w_kcrs), "cudnnConvolutionBackwardFilter");
     const std::int64_t dw_dims[4] = {g.co, g.ci, g.y.k, g.x.k};
     cudnn::permute4(s, st.w_kcrs, a.out<float>(), dw_dims, {2, 3, 1, 0});   // KCRS -> HWIO
   }

@@ -89,8 +89,11 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
       CaseOutcome out;
       try {
         out = run_case(*v, cc.problem, inputs, 3);
-      } catch (const Unsupported& e) {
+      } catch (const Unsupported&) {
         continue;  // a cuDNN algorithm that does not support this config
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << what << ": " << e.what();
+        continue;
       }
       // cuDNN's FFT and Winograd algorithms round differently from direct summation.
       const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(cc.op->tolerance, 1e-5)) * (1 + max_ref);
