@@ -1,7 +1,8 @@
 # Sourced by the set-up scripts: installs the Debian packages d9m builds with, when they are
 # missing and we are root; otherwise names what is missing and stops.
 D9M_DEBIAN_PACKAGES=(cmake ninja-build g++ pkg-config git python3 ccache
-  libsqlite3-dev nlohmann-json3-dev libxxhash-dev libcli11-dev libssl-dev libgtest-dev libbenchmark-dev)
+  libsqlite3-dev nlohmann-json3-dev libxxhash-dev libcli11-dev libssl-dev libgtest-dev libbenchmark-dev
+  libxml2-utils chromium)  # the last two check the JUnit and HTML reports
 
 d9m_install_deps() {
   local missing=()

@@ -35,7 +35,8 @@ struct DiffReport {
 DiffReport diff_reports(const ReportData& a, const ReportData& b, double timing_tolerance = 0.25);
 std::string render_diff(const DiffReport& d, const std::string& a, const std::string& b);
 
-// Baselines: golden digests per stack and case ("d9m.baseline/1").
+// Baselines: golden digests per stack and case ("d9m.baseline/1"), for the cases claimed
+// deterministic whose evidence agreed.
 nlohmann::json pin_baseline(const ReportData& data);
 struct BaselineCheck {
   std::vector<std::string> drifted, missing, notes;

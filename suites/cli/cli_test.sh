@@ -122,5 +122,61 @@ assert 'CUBLAS_WORKSPACE_CONFIG' in f['fingerprint']['environment']
 assert f['gpu_status']
 "; check "fingerprint fields" 0 $?
 
+# --- merge: two stacks, either order, the same results; re-merging changes nothing -------------
+OMP_NUM_THREADS=3 "$D9M" run "${SMALL[@]}" -n 3 --db "$T/s2.sqlite" -q 2> /dev/null  # another stack: an env var in the fingerprint
+"$D9M" merge -o "$T/m12.sqlite" "$T/a.sqlite" "$T/s2.sqlite" > /dev/null; check "merge a s2" 0 $?
+"$D9M" merge -o "$T/m21.sqlite" "$T/s2.sqlite" "$T/a.sqlite" > /dev/null; check "merge s2 a" 0 $?
+"$D9M" merge -o "$T/m12.sqlite" "$T/s2.sqlite" "$T/a.sqlite" > "$T/stdout"; check "re-merge" 0 $? "$T/stdout" " 0 rows added"
+for m in m12 m21; do "$D9M" report --db "$T/$m.sqlite" --format json -o "$T/$m.json"; done
+q "
+import json
+def norm(p):
+    r = json.load(open(p))
+    return (sorted(s['id'] for s in r['stacks']), sorted(json.dumps({k: v for k, v in x.items()}, sort_keys=True) for x in r['results']))
+a, b = norm('$T/m12.json'), norm('$T/m21.json')
+assert len(a[0]) == 2, a[0]
+assert a == b
+"; check "merge order-independent" 0 $?
+cp "$T/a.sqlite" "$T/conflict.sqlite"
+q "
+import sqlite3; c = sqlite3.connect('$T/conflict.sqlite'); c.execute('UPDATE trials SET elapsed_ns = elapsed_ns + 1 WHERE trial = 0'); c.commit()"
+before=$(sha256sum < "$T/m12.sqlite")
+"$D9M" merge -o "$T/m12.sqlite" "$T/conflict.sqlite" 2> "$T/err"; check "merge conflict" 2 $? "$T/err" "conflicts with what is already merged: table trials"
+[[ $(sha256sum < "$T/m12.sqlite") == "$before" ]] || { echo "FAIL: a conflicting merge modified the output"; failures=$((failures + 1)); }
+"$D9M" merge -o "$T/x.sqlite" "$T/junk.sqlite" 2> "$T/err"; check "merge of a non-store" 3 $? "$T/err" "not a SQLite database"
+[[ ! -e $T/x.sqlite ]] || { echo "FAIL: a failed merge left an output"; failures=$((failures + 1)); }
+
+# --- every format from a merged store; JUnit valid against the Jenkins schema -----------------
+for f in md html json junit csv; do "$D9M" report --db "$T/m12.sqlite" --format $f -o "$T/r.$f" || { echo "FAIL: report --format $f"; failures=$((failures + 1)); }; done
+"$D9M" report --db "$T/m12.sqlite" --format html --audit -o "$T/audit.html"; check "html --audit" 0 $?
+"$D9M" report --db "$T/m12.sqlite" --format md --audit -o "$T/audit.md"; check "md --audit" 0 $? "$T/audit.md" "## Acceptance criteria"
+"$D9M" report --db "$T/m12.sqlite" --format csv --audit 2> "$T/err"; check "csv --audit" 2 $? "$T/err" "--audit goes with"
+if command -v xmllint > /dev/null; then
+  xmllint --noout --schema "$(dirname "$0")/../junit/jenkins-junit-10.xsd" "$T/r.junit" 2> "$T/err"; check "junit validates" 0 $?
+fi
+"$D9M" report --db "$T/m12.sqlite" --stacks S2 --format json -o "$T/s2only.json"; check "report --stacks" 0 $?
+q "import json; r = json.load(open('$T/s2only.json')); assert len(r['stacks']) == 1 and all(x['stack'] == r['stacks'][0]['id'] for x in r['results'])"; check "--stacks selects" 0 $?
+"$D9M" report --db "$T/m12.sqlite" --stacks S9 2> "$T/err"; check "unknown stack" 2 $? "$T/err" "stack 'S9' is not in"
+
+# --- diff and baselines: exit 1 on a regressed claim or a drifted digest, 0 otherwise ---------
+"$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"; check "diff, nothing regressed" 0 $? "$T/stdout" "No deterministic claim regressed"
+"$D9M" diff "$T/m12.sqlite@S1" "$T/m12.sqlite@S2" > "$T/stdout"; check "diff of two stacks" 0 $? "$T/stdout" "cases compared"
+cp "$T/b.sqlite" "$T/broken.sqlite"
+q "
+import sqlite3; c = sqlite3.connect('$T/broken.sqlite')
+cid = c.execute('SELECT cr.case_id FROM case_runs cr JOIN cases k ON k.id = cr.case_id WHERE k.variant = ? LIMIT 1', ('cpu.ordered',)).fetchone()[0]
+c.execute('UPDATE trials SET digest = ? WHERE case_id = ? AND trial = 1', ('0' * 32, cid)); c.commit()"
+"$D9M" diff "$T/a.sqlite" "$T/broken.sqlite" > "$T/stdout"; check "diff, regression" 1 $? "$T/stdout" "REGRESSED"
+"$D9M" baseline pin --db "$T/a.sqlite" -o "$T/base.json"; check "baseline pin" 0 $?
+"$D9M" baseline check --db "$T/b.sqlite" "$T/base.json" > "$T/stdout"; check "baseline check, no drift" 0 $? "$T/stdout" "0 drifted"
+cp "$T/b.sqlite" "$T/drift.sqlite"
+q "
+import sqlite3; c = sqlite3.connect('$T/drift.sqlite')
+cid = c.execute('SELECT cr.case_id FROM case_runs cr JOIN cases k ON k.id = cr.case_id WHERE k.variant = ? LIMIT 1', ('cpu.serial',)).fetchone()[0]
+c.execute('UPDATE trials SET digest = ? WHERE case_id = ?', ('f' * 32, cid)); c.commit()"
+"$D9M" baseline check --db "$T/drift.sqlite" "$T/base.json" > "$T/stdout"; check "baseline check, drift" 1 $? "$T/stdout" "DRIFT: .*cpu.serial"
+echo '{"schema": "nope"}' > "$T/bad.json"
+"$D9M" baseline check --db "$T/b.sqlite" "$T/bad.json" 2> "$T/err"; check "bad baseline" 2 $? "$T/err" "not a d9m baseline"
+
 echo "$pass passed, $failures failed"
 [[ $failures == 0 ]]

@@ -1,0 +1,108 @@
+// Golden tests of every report format, rendered from a store written by hand with fixed ids,
+// times and digests (two stacks, a nondeterministic variant, a broken claim, a skipped and an
+// unsupported case, a cross-implementation claim). The date, tool version and commit are
+// normalised. D9M_UPDATE_GOLDEN=1 rewrites the files after a deliberate format change.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness/fingerprint.h"
+#include "harness/report.h"
+#include "harness/store.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+void put(Store& s, const std::string& run, const std::string& op, const std::string& variant, const std::string& claim,
+         Status status, const std::vector<std::string>& digests, const std::string& bit_equal_to = "", const std::string& detail = "") {
+  CaseRecord rec{"", op, variant, variant.rfind("cpu", 0) == 0 ? "cpu" : "cuda", "small", "0123456789abcdef",
+                 "{\"n\":2}", 7, "feedfacefeedfacefeedfacefeedface", "float32", "[2,3]"};
+  rec.id = Store::case_id(rec);
+  std::vector<TrialRecord> ts;
+  for (std::size_t t = 0; t < digests.size(); ++t)
+    ts.push_back({static_cast<std::int64_t>(t), digests[t], 1000 * static_cast<std::int64_t>(t + 1),
+                  digests[t] == digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{2, 0.25, 5, 1})});
+  const std::set<std::string> distinct(digests.begin(), digests.end());
+  CaseRunRecord cr{status, detail, claim, "design", "a reason, with \"quotes\" & <tags>", bit_equal_to,
+                   static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()),
+                   digests.empty() ? std::nullopt : std::optional<std::int64_t>(2000),
+                   digests.empty() ? std::nullopt : std::optional<std::int64_t>(1000)};
+  s.put_case(run, rec, cr, ts);
+}
+
+std::string golden_store(const std::string& path) {
+  Store s = Store::open(path, Store::Mode::read_write);
+  for (int k = 0; k < 2; ++k) {
+    const nlohmann::json fp = {{"schema", "d9m.fingerprint/1"}, {"host", {{"cpu_model", "Test CPU"}, {"os", "TestOS"}, {"kernel", "Linux 1.0"}, {"glibc", "2.36"}}},
+                               {"build", {{"compiler", "g++ 12"}}}, {"gpus", k ? nlohmann::json::array({{{"name", "Test GPU"}}}) : nlohmann::json::array()},
+                               {"d9m", {{"version", "0.0.0"}, {"commit", "golden"}}}};
+    RunInfo info{std::string(32, k ? 'b' : 'a'), "2026-01-0" + std::to_string(k + 1) + "T00:00:00Z", "host" + std::to_string(k),
+                 "[]", "[\"d9m\",\"run\"]", "catalogdigest", 3, 2};
+    const std::string run = s.begin_run(fingerprint_from_json(fp), info);
+    put(s, run, "scatter_add", "cpu.atomic", "nondeterministic", Status::nondeterministic, {"d1", "d2", "d3"});
+    put(s, run, "scatter_add", "cpu.serial", "deterministic", Status::deterministic, {"ds", "ds", "ds"});
+    put(s, run, "scatter_add", "cpu.ordered", "deterministic", Status::deterministic, {"ds", "ds", "ds"}, "cpu.serial");
+    put(s, run, "scatter_add", "cuda.ordered", "deterministic", k ? Status::deterministic : Status::skipped,
+        k ? std::vector<std::string>{"dg", "dg", "dg"} : std::vector<std::string>{}, "cpu.serial", k ? "" : "no device");
+    put(s, run, "scatter_add", "cudnn.algo1", "deterministic", Status::unsupported, {}, "", "cuDNN: not supported");
+    put(s, run, "bias_add_grad", "cpu.blocked", "deterministic", Status::nondeterministic, k ? std::vector<std::string>{"x", "y", "x"} : std::vector<std::string>{"x", "x", "x"});
+    s.finish_run(run, "complete");
+  }
+  return path;
+}
+
+std::string normalise(std::string text, const ReportData& d) {
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    if (from.empty()) return;
+    for (std::size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size())) text.replace(p, from.size(), to);
+  };
+  replace_all(d.generated_at, "@DATE@");
+  replace_all("d9m " + d9m_version() + " (" + d9m_commit() + ")", "d9m @VERSION@");
+  replace_all("\"commit\": \"" + d9m_commit() + "\"", "\"commit\": \"@COMMIT@\"");
+  replace_all("\"version\": \"" + d9m_version() + "\"", "\"version\": \"@VERSION@\"");
+  return text;
+}
+
+void compare_golden(const std::string& name, const std::string& got) {
+  const std::string path = std::string(D9M_SOURCE_DIR) + "/suites/report/golden/" + name;
+  if (std::getenv("D9M_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << got;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << path << " is missing: run with D9M_UPDATE_GOLDEN=1 to create it";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(got, want.str()) << "the " << name << " report changed; if on purpose, rerun with D9M_UPDATE_GOLDEN=1 and review the diff";
+}
+
+TEST(ReportGolden, EveryFormatMatchesItsGoldenFile) {
+  const std::string path = (fs::temp_directory_path() / ("d9m_golden_" + std::to_string(::getpid()) + ".sqlite")).string();
+  fs::remove(path);
+  golden_store(path);
+  {
+    Store s = Store::open(path, Store::Mode::read_only);
+    ReportData d = load_report_data(s);
+    d.store_path = "golden.sqlite";
+    d.generated_at = "2026-01-03T00:00:00Z";
+    compare_golden("report.md", normalise(render_markdown(d), d));
+    compare_golden("report.html", normalise(render_html(d), d));
+    compare_golden("report.json", normalise(render_json(d), d));
+    compare_golden("report.junit.xml", normalise(render_junit(d), d));
+    compare_golden("report.csv", normalise(render_csv(d), d));
+    const std::string audit = render_markdown(d, true);
+    for (const char* section : {"## Identification", "## Procedure", "## Acceptance criteria", "## Runs", "## Fingerprints", "## Anomalies"})
+      EXPECT_NE(audit.find(section), std::string::npos) << section;
+    EXPECT_NE(audit.find("claim broken: bias_add_grad/small/cpu.blocked on S2"), std::string::npos) << audit;
+  }
+  for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
+}
+
+}  // namespace
+}  // namespace d9m
