@@ -58,7 +58,7 @@ CREATE TABLE trials (
   diff_first_index INTEGER,
   PRIMARY KEY (run_id, case_id, trial),
   FOREIGN KEY (run_id, case_id) REFERENCES case_runs(run_id, case_id)
-);
+) WITHOUT ROWID;  -- the 100-character key is stored once (no rowid table plus key index)
 -- One row per case and stack, all runs together: the numbers every report starts from.
 CREATE VIEW results AS
 SELECT r.fingerprint_id AS stack,
