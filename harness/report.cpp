@@ -197,11 +197,14 @@ std::string audit_sections_md(const ReportData& data) {
     << "\n- store: `" << data.store_path << "`, SHA-256 `" << (f.store_sha256.empty() ? "unreadable" : f.store_sha256) << "`\n";
   if (!f.wal_note.empty()) o << "- note: " << f.wal_note << "\n";
   o << "- catalogue SHA-256: " << join(data.catalog_digests, ", ") << "\n\n## Procedure\n\n" << kProcedure
-    << "\n\n## Acceptance criteria\n\n" << kCriteria << "\n\n## Runs\n\n| run | stack | host | state | started | finished | N | threads | arguments |\n"
-    << "|---|---|---|---|---|---|---|---|---|\n";
+    << "\n\n## Acceptance criteria\n\n" << kCriteria << "\n\n## Runs\n\nThe chain root of a run is the last link of the SHA-256 "
+       "chain over its rows (`d9m verify` recomputes it); quoting it here anchors the evidence outside the store.\n\n"
+       "| run | stack | host | state | started | finished | N | threads | chain root | arguments |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : data.run_rows)
-    o << "| `" << r.id.substr(0, 12) << "` | " << data.stack(r.stack).label << " | " << cell(r.host) << " | " << r.state << " | "
-      << r.started_at << " | " << r.finished_at << " | " << r.trials_per_case << " | " << r.threads << " | `" << cell(r.arguments) << "` |\n";
+    o << "| `" << r.id << "` | " << data.stack(r.stack).label << " | " << cell(r.host) << " | " << r.state << " | "
+      << r.started_at << " | " << r.finished_at << " | " << r.trials_per_case << " | " << r.threads << " | `" << r.chain_root << "` | `"
+      << cell(r.arguments) << "` |\n";
   o << "\n## Fingerprints\n\n";
   for (const auto& s : data.stacks) o << "### " << s.label << " `" << s.id << "`\n\n```json\n" << s.fingerprint.dump(2) << "\n```\n\n";
   o << "## Anomalies\n\n";
@@ -220,12 +223,15 @@ std::string audit_sections_html(const ReportData& data) {
     << "</code>" << (f.wal_note.empty() ? "" : "<br>" + xml_escape(f.wal_note)) << "</td></tr><tr><th>catalogue SHA-256</th><td><code>"
     << xml_escape(join(data.catalog_digests, ", ")) << "</code></td></tr></tbody></table>\n";
   o << "<h2>Procedure</h2>\n<p>" << xml_escape(kProcedure) << "</p>\n<h2>Acceptance criteria</h2>\n<p>" << xml_escape(kCriteria) << "</p>\n";
-  o << "<h2>Runs</h2>\n<table><thead><tr><th>run</th><th>stack</th><th>host</th><th>state</th><th>started</th><th>finished</th><th>N</th>"
-       "<th>threads</th><th>arguments</th></tr></thead><tbody>\n";
+  o << "<h2>Runs</h2>\n<p>The chain root of a run is the last link of the SHA-256 chain over its rows (<code>d9m verify</code> "
+       "recomputes it); quoting it here anchors the evidence outside the store.</p>\n<table><thead><tr><th>run</th><th>stack</th>"
+       "<th>host</th><th>state</th><th>started</th><th>finished</th><th>N</th><th>threads</th><th>chain root</th><th>arguments</th>"
+       "</tr></thead><tbody>\n";
   for (const auto& r : data.run_rows)
     o << "<tr><td><code>" << xml_escape(r.id) << "</code></td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td>" << xml_escape(r.host)
       << "</td><td>" << xml_escape(r.state) << "</td><td>" << xml_escape(r.started_at) << "</td><td>" << xml_escape(r.finished_at)
-      << "</td><td>" << r.trials_per_case << "</td><td>" << r.threads << "</td><td><code>" << xml_escape(r.arguments) << "</code></td></tr>\n";
+      << "</td><td>" << r.trials_per_case << "</td><td>" << r.threads << "</td><td><code>" << xml_escape(r.chain_root)
+      << "</code></td><td><code>" << xml_escape(r.arguments) << "</code></td></tr>\n";
   o << "</tbody></table>\n<h2>Fingerprints</h2>\n";
   for (const auto& s : data.stacks)
     o << "<h3>" << xml_escape(s.label) << " <code>" << xml_escape(s.id) << "</code></h3>\n<pre class=\"meta\">" << xml_escape(s.fingerprint.dump(2))

@@ -51,7 +51,8 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
     {
       sql::Statement s(db,
                        "SELECT r.fingerprint_id, f.canonical, r.host, r.state, r.catalog_digest, r.d9m_version,"
-                       " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit"
+                       " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit,"
+                       " coalesce(r.chain_root, '')"
                        " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" +
                            run_filter + " ORDER BY r.started_at, r.id");
       if (run_id) s.bind(1, *run_id);
@@ -77,7 +78,7 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
         ns.insert(s.integer(6));
         ts.insert(s.integer(7));
         d.run_rows.push_back({s.text(8), id, s.text(2), s.text(3), s.text(9), s.text(10), s.text(11), s.text(4), s.text(5),
-                              s.text(12), s.integer(6), s.integer(7)});
+                              s.text(12), s.text(13), s.integer(6), s.integer(7)});
       }
       d.catalog_digests.assign(cats.begin(), cats.end());
       d.d9m_versions.assign(versions.begin(), versions.end());

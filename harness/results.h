@@ -39,7 +39,7 @@ struct CaseResult {
 };
 
 struct RunRow {
-  std::string id, stack, host, state, started_at, finished_at, arguments, catalog_digest, d9m_version, d9m_commit;
+  std::string id, stack, host, state, started_at, finished_at, arguments, catalog_digest, d9m_version, d9m_commit, chain_root;
   std::int64_t trials_per_case = 0, threads = 0;
 };
 

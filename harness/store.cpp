@@ -198,7 +198,32 @@ std::string Store::case_id(const CaseRecord& c) {
   return sha256_hex(j.dump());
 }
 
+std::string Store::chain_start(const std::string& run_id) { return sha256_hex("d9m-chain-v1:" + run_id); }
+
+std::string Store::chain_link(const std::string& previous, const std::string& canonical_row) {
+  return sha256_hex(previous + "\n" + canonical_row);
+}
+
+namespace {
+nlohmann::json optional_json(const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+}  // namespace
+
+std::string Store::canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
+                                      const CaseRunRecord& cr) {
+  return nlohmann::json::array({"case_run", run_id, case_id, seq, to_string(cr.status), cr.detail, cr.claim_determinism,
+                                cr.claim_source, cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct,
+                                optional_json(cr.median_ns), optional_json(cr.min_ns)})
+      .dump();
+}
+
+std::string Store::canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
+  nlohmann::json diff = nullptr;
+  if (t.diff) diff = {t.diff->count, t.diff->max_abs, t.diff->max_ulp, t.diff->first_index};
+  return nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff}).dump();
+}
+
 std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
+  chains_[info.id] = {0, chain_start(info.id)};
   try {
     sql::Transaction tx(db_);
     sql::Statement(db_, "INSERT OR IGNORE INTO fingerprints(id, canonical) VALUES (?, ?)")
@@ -219,8 +244,10 @@ std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
 void Store::finish_run(const std::string& run_id, const std::string& state) {
   try {
     sql::Transaction tx(db_);
-    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ? WHERE id = ?")
-        .bind(1, state).bind(2, utc_now()).bind(3, run_id).run();
+    auto it = chains_.find(run_id);
+    const std::string root = it == chains_.end() ? chain_start(run_id) : it->second.last;
+    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ?")
+        .bind(1, state).bind(2, utc_now()).bind(3, root).bind(4, run_id).run();
     tx.commit();
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot finish the run: " + describe_sqlite_failure(e));
@@ -237,26 +264,33 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
         .bind(1, c.id).bind(2, c.op).bind(3, c.variant).bind(4, c.backend).bind(5, c.config)
         .bind(6, c.config_id).bind(7, c.params).bind(8, static_cast<std::int64_t>(c.seed))
         .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).run();
+    ChainState chain = chains_.count(run_id) ? chains_[run_id] : ChainState{0, chain_start(run_id)};
+    const std::int64_t seq = chain.next_seq++;
+    chain.last = chain_link(chain.last, canonical_case_run(run_id, c.id, seq, cr));
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
         .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
-        .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).run();
+        .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).bind(13, seq)
+        .bind(14, chain.last).run();
     sql::Statement ins(db_,
                        "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
-                       " diff_max_ulp, diff_first_index) VALUES (?,?,?,?,?,?,?,?,?)");
+                       " diff_max_ulp, diff_first_index, chain) VALUES (?,?,?,?,?,?,?,?,?,?)");
     for (const auto& t : trials) {
+      chain.last = chain_link(chain.last, canonical_trial(run_id, c.id, t));
       ins.bind(1, run_id).bind(2, c.id).bind(3, t.trial).bind(4, t.digest).bind(5, t.elapsed_ns);
       if (t.diff) {
         ins.bind(6, t.diff->count).bind(7, t.diff->max_abs).bind(8, t.diff->max_ulp).bind(9, t.diff->first_index);
       } else {
         ins.bind_null(6).bind_null(7).bind_null(8).bind_null(9);
       }
+      ins.bind(10, chain.last);
       ins.run();
     }
     tx.commit();
+    chains_[run_id] = chain;  // only once the rows are durable
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot store case " + c.op + "/" + c.config + "/" + c.variant + ": " +
                      describe_sqlite_failure(e));

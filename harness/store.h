@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,7 +72,7 @@ class Store {
   // build understands is refused with Error(environment) before a single byte is written.
   static Store open(const std::string& path, Mode mode);
 
-  Store(Store&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+  Store(Store&& o) noexcept : db_(o.db_), path_(std::move(o.path_)), chains_(std::move(o.chains_)) { o.db_ = nullptr; }
   Store& operator=(Store&&) = delete;
   ~Store();
 
@@ -85,10 +86,24 @@ class Store {
 
   static std::string case_id(const CaseRecord& c);
 
+  // The hash chain of a run (tamper evidence): links in write order, each case's case_runs row
+  // then its trials in trial order; link = SHA-256(previous link || canonical JSON of the row),
+  // starting from chain_start(run). runs.chain_root is the last link once the run has ended.
+  static std::string chain_start(const std::string& run_id);
+  static std::string chain_link(const std::string& previous, const std::string& canonical_row);
+  static std::string canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
+                                        const CaseRunRecord& cr);
+  static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+
  private:
   Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+  struct ChainState {
+    std::int64_t next_seq = 0;
+    std::string last;
+  };
+  std::map<std::string, ChainState> chains_;  // runs this process writes
 };
 
 std::string utc_now();          // ISO 8601, seconds, "Z"

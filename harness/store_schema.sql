@@ -16,7 +16,8 @@ CREATE TABLE runs (
   catalog_digest  TEXT NOT NULL,
   trials_per_case INTEGER NOT NULL CHECK (trials_per_case > 0),
   threads         INTEGER NOT NULL,
-  arguments       TEXT NOT NULL        -- JSON of the command line
+  arguments       TEXT NOT NULL,       -- JSON of the command line
+  chain_root      TEXT                 -- last link of the run's hash chain, set when the run ends
 );
 CREATE TABLE cases (
   id           TEXT PRIMARY KEY,       -- SHA-256 of the other columns
@@ -44,6 +45,8 @@ CREATE TABLE case_runs (
   distinct_digests  INTEGER NOT NULL,
   median_ns         INTEGER,
   min_ns            INTEGER,
+  seq               INTEGER NOT NULL,  -- position of the case in its run: the chain's order
+  chain             TEXT NOT NULL,     -- SHA-256(previous link || this row), see Store::put_case
   PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE trials (
@@ -56,6 +59,7 @@ CREATE TABLE trials (
   diff_max_abs     REAL,
   diff_max_ulp     INTEGER,
   diff_first_index INTEGER,
+  chain            TEXT NOT NULL,      -- SHA-256(previous link || this row)
   PRIMARY KEY (run_id, case_id, trial),
   FOREIGN KEY (run_id, case_id) REFERENCES case_runs(run_id, case_id)
 ) WITHOUT ROWID;  -- the 100-character key is stored once (no rowid table plus key index)

@@ -79,8 +79,60 @@ VerifyReport verify_store(const Store& store) {
       if (evidence && run_state[run] == "complete" && n != trials_per_case[run])
         problem(where + ": " + std::to_string(n) + " trials in a complete run of " + std::to_string(trials_per_case[run]) + " per case");
     }
+    // The hash chain of every run: recomputed from the rows, in the order the run wrote them.
+    sql::Statement runs(db, "SELECT id, chain_root FROM runs ORDER BY id");
+    sql::Statement cases(db, "SELECT cr.case_id, cr.seq, cr.status, cr.detail, cr.claim_determinism, cr.claim_source,"
+                             " cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns, cr.min_ns,"
+                             " cr.chain, c.op, c.config, c.variant FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id"
+                             " WHERE cr.run_id = ? ORDER BY cr.seq");
+    sql::Statement trial_rows(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain"
+                            " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
+    auto opt = [](const sql::Statement& st, int col) {
+      return st.is_null(col) ? std::optional<std::int64_t>() : std::optional<std::int64_t>(st.integer(col));
+    };
+    while (runs.step()) {
+      const std::string run = runs.text(0);
+      std::string link = Store::chain_start(run), broken;
+      std::int64_t expected_seq = 0;
+      cases.bind(1, run);
+      while (broken.empty() && cases.step()) {
+        const std::string cs = cases.text(0);
+        const std::string what = "run " + run.substr(0, 8) + ", case " + cases.text(13) + "/" + cases.text(14) + "/" + cases.text(15);
+        if (cases.integer(1) != expected_seq) {
+          broken = what + ": case sequence jumps from " + std::to_string(expected_seq) + " to " + std::to_string(cases.integer(1));
+          break;
+        }
+        ++expected_seq;
+        CaseRunRecord cr{status_from_string(cases.text(2)), cases.text(3), cases.text(4), cases.text(5), cases.text(6), cases.text(7),
+                         cases.integer(8), cases.integer(9), opt(cases, 10), opt(cases, 11)};
+        link = Store::chain_link(link, Store::canonical_case_run(run, cs, cases.integer(1), cr));
+        if (link != cases.text(12)) {
+          broken = what + ": the case row does not match its hash-chain link (edited, or rows before it changed)";
+          break;
+        }
+        trial_rows.bind(1, run).bind(2, cs);
+        while (trial_rows.step()) {
+          TrialRecord t{trial_rows.integer(0), trial_rows.text(1), trial_rows.integer(2), std::nullopt};
+          if (!trial_rows.is_null(3)) t.diff = DiffStats{trial_rows.integer(3), trial_rows.real(4), trial_rows.integer(5), trial_rows.integer(6)};
+          link = Store::chain_link(link, Store::canonical_trial(run, cs, t));
+          if (link != trial_rows.text(7)) {
+            broken = what + ", trial " + std::to_string(t.trial) +
+                     ": the row does not match its hash-chain link (edited, inserted, reordered, or a row before it removed)";
+            break;
+          }
+        }
+        trial_rows.reset();
+      }
+      cases.reset();
+      if (broken.empty() && !runs.is_null(1) && runs.text(1) != link)
+        broken = "run " + run.substr(0, 8) + ": the chain root does not match the rows (rows removed or added at the end)";
+      if (!broken.empty()) problem("hash chain: " + broken);
+      else v.chain_roots.push_back(run + " " + (runs.is_null(1) ? std::string("(no root: run not ended)") : runs.text(1)));
+    }
   } catch (const sql::Error& e) {
     problem(std::string("cannot read the store: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    problem(std::string("unreadable row: ") + e.what());
   }
   return v;
 }

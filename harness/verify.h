@@ -11,6 +11,7 @@ namespace d9m {
 struct VerifyReport {
   std::vector<std::string> problems;  // empty: the store is sound
   std::vector<std::string> notes;     // facts worth knowing that are not faults (running runs)
+  std::vector<std::string> chain_roots;  // "run-id root" for every run whose chain verified
   std::int64_t runs = 0, cases = 0, trials = 0;
 };
 

@@ -269,6 +269,7 @@ int main_impl(int argc, char** argv) {
     const Store store = Store::open(db, Store::Mode::read_only);
     const VerifyReport v = verify_store(store);
     for (const auto& n : v.notes) std::printf("note: %s\n", n.c_str());
+    for (const auto& r : v.chain_roots) std::printf("chain root: %s\n", r.c_str());
     for (const auto& p : v.problems) std::printf("FAULT: %s\n", p.c_str());
     std::printf("%s: %s (%lld runs, %lld cases, %lld trials checked)\n", db.c_str(),
                 v.problems.empty() ? "OK" : "FAULTS FOUND", static_cast<long long>(v.runs),

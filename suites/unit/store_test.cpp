@@ -190,13 +190,15 @@ TEST_F(StoreTest, VerifyFindsEditedDeletedAndInconsistentRows) {
   {
     Store s = Store::open(p, Store::Mode::read_write);
     write_run(s, "c", 3, 5);
+    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
   }
   const std::vector<std::string> edits = {
-      "UPDATE trials SET digest = 'x' WHERE rowid = (SELECT min(rowid) FROM trials WHERE trial = 2)",
-      "DELETE FROM trials WHERE trial = 3 AND rowid = (SELECT min(rowid) FROM trials WHERE trial = 3)",
-      "UPDATE case_runs SET status = 'NONDETERMINISTIC' WHERE rowid = 1",
+      "UPDATE trials SET digest = 'x' WHERE trial = 2 AND case_id = (SELECT min(case_id) FROM trials)",
+      "DELETE FROM trials WHERE trial = 3 AND case_id = (SELECT min(case_id) FROM trials)",
+      "UPDATE case_runs SET status = 'NONDETERMINISTIC' WHERE seq = 1",
       "UPDATE cases SET params = '{\"n\":2}' WHERE rowid = 1",
       "UPDATE fingerprints SET canonical = '{}'",
+      "UPDATE runs SET chain_root = 'x'",
   };
   const std::string pristine = contents(p);
   for (const auto& edit : edits) {
@@ -208,6 +210,61 @@ TEST_F(StoreTest, VerifyFindsEditedDeletedAndInconsistentRows) {
     Store s = Store::open(p, Store::Mode::read_only);
     EXPECT_FALSE(verify_store(s).problems.empty()) << "verify missed: " << edit;
   }
+}
+
+// Tamper evidence: every trial row of a small store edited (one field that no other check
+// covers), deleted, followed by an inserted row, and swapped with its neighbour -- each on a
+// fresh copy -- must make verify fail.
+TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEveryTrialRow) {
+  const std::string p = path("chain.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    write_run(s, "c", 3, 4);
+    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  std::vector<std::pair<std::string, std::int64_t>> rows;
+  {
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_TRUE(verify_store(s).problems.empty());
+    sql::Statement st(s.db(), "SELECT case_id, trial FROM trials ORDER BY case_id, trial");
+    while (st.step()) rows.emplace_back(st.text(0), st.integer(1));
+  }
+  ASSERT_EQ(rows.size(), 12u);
+  const std::string pristine = contents(p);
+  int checked = 0;
+  for (const auto& [cs, trial] : rows) {
+    const std::string where = " WHERE case_id = '" + cs + "' AND trial = " + std::to_string(trial);
+    const std::vector<std::string> tampering = {
+        "UPDATE trials SET elapsed_ns = elapsed_ns + 1" + where,
+        "DELETE FROM trials" + where,
+        // a forged row after it, copying its content (and chain value) under the next free number
+        "INSERT INTO trials SELECT run_id, case_id, (SELECT max(trial) + 1 FROM trials WHERE case_id = '" + cs +
+            "'), digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain FROM trials" + where,
+        // swap with the next row of the case (or the previous one for the last), through 999
+        [&] {
+          const std::string a = std::to_string(trial), b = std::to_string(trial == 3 ? 2 : trial + 1);
+          const std::string in_case = " WHERE case_id = '" + cs + "' AND trial = ";
+          return "UPDATE trials SET trial = 999" + in_case + a + "; UPDATE trials SET trial = " + a + in_case + b +
+                 "; UPDATE trials SET trial = " + b + in_case + "999";
+        }(),
+    };
+    for (const auto& t : tampering) {
+      write(p, pristine);
+      {
+        Store s = Store::open(p, Store::Mode::read_write);
+        sql::exec(s.db(), "PRAGMA foreign_keys = OFF; " + t);
+        ASSERT_EQ(sqlite3_changes(s.db()) > 0, true) << "the tampering changed nothing: " << t;
+      }
+      Store s = Store::open(p, Store::Mode::read_only);
+      const auto v = verify_store(s);
+      EXPECT_FALSE(v.problems.empty()) << "verify missed: " << t;
+      bool chain = false;
+      for (const auto& problem : v.problems) chain |= problem.rfind("hash chain:", 0) == 0;
+      EXPECT_TRUE(chain) << "the hash chain missed: " << t;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 48);
 }
 
 }  // namespace
