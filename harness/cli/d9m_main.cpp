@@ -9,6 +9,7 @@
 #include <iostream>
 #include <thread>
 
+#include "harness/attest.h"
 #include "harness/catalog.h"
 #include "harness/compare.h"
 #include "harness/error.h"
@@ -128,7 +129,7 @@ int main_impl(int argc, char** argv) {
 
   std::string catalog_path, backend = "all", db = "d9m.sqlite", format = "md", output, run_id, save_dir;
   std::vector<std::string> ops, variants, configs, stacks, merge_inputs;
-  std::string diff_a, diff_b, baseline_file;
+  std::string diff_a, diff_b, baseline_file, report_file, key_file, attestation_file, pubkey_file;
   double timing_tolerance = 0.25;
   bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false;
   std::int64_t trials = 20;
@@ -185,8 +186,16 @@ int main_impl(int argc, char** argv) {
   check->add_option("--db", db, "store file");
   check->add_option("baseline", baseline_file, "baseline file")->required();
 
-  auto* verify = app.add_subcommand("verify", "integrity and consistency of a store");
+  auto* attest = app.add_subcommand("attest", "in-toto attestation of a report and its store (DSSE, Ed25519)");
+  attest->add_option("--db", db, "store file");
+  attest->add_option("--report", report_file, "the report file the statement covers")->required();
+  attest->add_option("--key", key_file, "Ed25519 private key (PEM) to sign with; unsigned without it");
+  attest->add_option("-o,--output", output, "attestation file (default: standard output)");
+
+  auto* verify = app.add_subcommand("verify", "integrity and consistency of a store, or an attestation");
   verify->add_option("--db", db, "store file");
+  verify->add_option("--attestation", attestation_file, "check this attestation instead of a store");
+  verify->add_option("--pubkey", pubkey_file, "Ed25519 public key (PEM) for --attestation");
 
   try {
     app.parse(argc, argv);
@@ -264,6 +273,20 @@ int main_impl(int argc, char** argv) {
     std::printf("%s against %s: %lld cases checked, %zu drifted, %zu missing\n", db.c_str(), baseline_file.c_str(),
                 static_cast<long long>(c.checked), c.drifted.size(), c.missing.size());
     return c.drifted.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  }
+  if (*attest) {
+    const Store store = Store::open(db, Store::Mode::read_only);
+    const nlohmann::json statement = make_statement(load_report_data(store), report_file, db);
+    write_output(output, make_envelope(statement, key_file.empty() ? std::nullopt : std::optional(key_file)).dump(2) + "\n");
+    return 0;
+  }
+  if (*verify && !attestation_file.empty()) {
+    if (pubkey_file.empty()) fail_usage("--attestation needs --pubkey");
+    const AttestationCheck c = verify_attestation(attestation_file, pubkey_file, "");
+    for (const auto& p : c.problems) std::printf("FAULT: %s\n", p.c_str());
+    std::printf("%s: %s (result %s)\n", attestation_file.c_str(), c.problems.empty() ? "OK, signature and subjects verify" : "INVALID",
+                c.statement.contains("predicate") ? c.statement["predicate"].value("result", "?").c_str() : "?");
+    return c.problems.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
   }
   if (*verify) {
     const Store store = Store::open(db, Store::Mode::read_only);

@@ -5,7 +5,7 @@
 # Chromium is not installed.
 # Usage: html_test.sh path/to/d9m
 set -u
-D9M=$1
+D9M=$(realpath "$1")
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 [[ -n $browser ]] || { echo "chromium not installed: skipped"; exit 77; }
 T=$(mktemp -d)
