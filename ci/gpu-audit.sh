@@ -3,7 +3,8 @@
 # every GPU case with at least 200 trials (D9M_GPU_TRIALS), and the CPU cases of the same
 # catalogue (D9M_CPU_TRIALS) into the same store, so cross-implementation equality can be read
 # from it -- then the reports. Everything goes under OUT (first argument, or $OUT, or
-# out/gpu-audit): d9m.sqlite, report.md, report.json, fingerprint.json, nvidia-smi.txt, log.txt.
+# out/gpu-audit): d9m.sqlite, report.md, report.json, fingerprint.json, nvidia-smi.txt, bench.json,
+# log.txt.
 #
 #   ci/gpu-audit.sh [OUT]
 #   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing)
@@ -33,7 +34,7 @@ if [[ ! -x $build/harness/d9m ]]; then
   say "building d9m with CUDA into $build"
   source ci/deps.sh
   d9m_install_deps
-  D9M_CUDA=ON d9m_build "$build" -DCMAKE_BUILD_TYPE=Release -DD9M_TESTS=ON >> "$log" 2>&1 || { say "build failed"; exit 3; }
+  D9M_CUDA=ON d9m_build "$build" -DCMAKE_BUILD_TYPE=Release -DD9M_TESTS=ON -DD9M_BENCH=ON >> "$log" 2>&1 || { say "build failed"; exit 3; }
 fi
 d9m=$build/harness/d9m
 
@@ -65,6 +66,12 @@ gpu_rc=${PIPESTATUS[0]}
 say "audit: CPU backend, $cpu_trials trials per case"
 "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 cpu_rc=${PIPESTATUS[0]}
+
+if [[ -x $build/bench/d9m_bench ]]; then
+  say "GPU benchmarks (docs/PERFORMANCE.md)"
+  "$build/bench/d9m_bench" --benchmark_filter='Gpu|DigestV1/bytes:268435456|MemoryRead/268435456' \
+    --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee -a "$log"
+fi
 
 say "reports"
 "$d9m" report --db "$out/d9m.sqlite" --format md -o "$out/report.md" 2>&1 | tee -a "$log"
