@@ -151,6 +151,8 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     cc.name = v.string_field(c, path, "name");
     if (!std::regex_match(cc.name, name_re))
       v.fail(path + ".name", "expected letters, digits and _.+- only, got \"" + cc.name + "\"");
+    if (cc.name[0] == '_' && source != kCanarySource)
+      v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)
       v.fail(path + ".name", "duplicate config name \"" + cc.name + "\" for op " + op_name);
 
@@ -239,6 +241,16 @@ Catalog load_catalog_file(const std::string& path, const Registry& registry) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_catalog(ss.str(), path, registry);
+}
+
+const Catalog& canary_catalog(const Registry& registry) {
+  // A heavily colliding scatter: 16384 rows into 4 segments. Its atomic variant diverges almost
+  // always when threads really run concurrently; its serial (ordered) variant must never.
+  static const Catalog c = parse_catalog(
+      R"({"schema": "d9m.catalog/1", "configs": [{"op": "unsorted_segment_sum", "name": "_canary",
+          "params": {"rows": 16384, "depth": 8, "num_segments": 4}, "seed": 42}]})",
+      kCanarySource, registry);
+  return c;
 }
 
 const std::string& default_catalog_text() { return embedded::default_catalog_json(); }

@@ -45,4 +45,9 @@ const std::string& default_catalog_text();
 
 bool glob_match(const std::string& pattern, const std::string& text);
 
+// The controls every run includes (the canaries): config names starting with '_' are theirs.
+inline constexpr const char* kCanarySource = "<d9m controls>";
+inline constexpr const char* kCanaryConfig = "_canary";
+const Catalog& canary_catalog(const Registry& registry);
+
 }  // namespace d9m

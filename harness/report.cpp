@@ -108,6 +108,18 @@ Verdict verdict_of(const ReportData& data) {
       v.broken.push_back(r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label + ": " +
                          std::to_string(r.distinct) + " distinct digests in " + std::to_string(r.trials) + " trials");
   }
+  // The controls: a diverging deterministic control is already a broken claim (named above); a
+  // nondeterministic control that never diverged means this audit could not have seen
+  // nondeterminism on that backend (one thread, a quiet machine, a scheduler that serialised).
+  for (const auto& r : data.results) {
+    if (r.config != "_canary") continue;
+    const std::string where = r.variant + " on " + data.stack(r.stack).label;
+    if (r.claim_determinism == "nondeterministic" && r.status == Status::deterministic)
+      v.warnings.push_back("the nondeterministic control (" + where + ") never diverged in " + std::to_string(r.trials) +
+                           " trials: this audit could not have seen nondeterminism on that backend (one thread?)");
+    if (r.claim_determinism == "deterministic" && r.status == Status::nondeterministic)
+      v.broken.push_back("the deterministic control (" + where + ") diverged: this stack does not reproduce even a serial sum");
+  }
   for (const auto& c : cross_checks(data))
     if (!c.equal())
       v.broken.push_back(c.op + "/" + c.config + "/" + c.variant + " on " + data.stack(c.stack).label +
@@ -378,6 +390,7 @@ std::string render_markdown(const ReportData& data, bool audit) {
     for (const auto& b : verdict.broken) o << "#   " << b << "\n";
   }
   if (verdict.by_status[2]) o << "# " << verdict.by_status[2] << " case(s) ended in ERROR: see the Cases table.\n";
+  for (const auto& w : verdict.warnings) o << "# WARNING: " << w << "\n";
   o << "```\n";
   return o.str();
 }
@@ -443,7 +456,7 @@ std::string render_json(const ReportData& data) {
                        {"costs", costs},
                        {"cross_implementation", cross},
                        {"stack_differences", diffs},
-                       {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"counts", counts}}}};
+                       {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"warnings", verdict.warnings}, {"counts", counts}}}};
   return report.dump(2) + "\n";
 }
 

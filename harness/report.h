@@ -26,6 +26,7 @@ std::string render_csv(const ReportData& data);
 struct Verdict {
   std::int64_t cases = 0, by_status[5] = {};
   std::vector<std::string> broken;  // "op/config/variant on S1: k distinct digests in N trials"
+  std::vector<std::string> warnings;  // e.g. a nondeterministic control that never diverged
   bool held() const { return broken.empty(); }
 };
 Verdict verdict_of(const ReportData& data);

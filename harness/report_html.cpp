@@ -99,6 +99,7 @@ std::string render_html(const ReportData& data, bool audit) {
     for (const auto& b : verdict.broken) o << "<li class=\"e\">" << xml_escape(b) << "</li>";
     o << "</ul>\n";
   }
+  for (const auto& w : verdict.warnings) o << "<p class=\"e\">WARNING: " << xml_escape(w) << "</p>\n";
   if (audit) o << audit_sections_html(data);
 
   // Stacks.

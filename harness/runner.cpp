@@ -130,7 +130,22 @@ std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, con
   return out;
 }
 
-RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store, const RunOptions& opt) {
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg) {
+  std::vector<PlannedCase> out;
+  const CatalogConfig& cc = canary_catalog(reg).configs.front();
+  for (Backend b : {Backend::cpu, Backend::cuda}) {
+    if (std::none_of(cases.begin(), cases.end(), [&](const PlannedCase& p) { return p.variant->backend == b; })) continue;
+    static const char* const kCpu[] = {"cpu.serial", "cpu.atomic"};
+    static const char* const kCuda[] = {"cuda.ordered", "cuda.atomic"};
+    for (const char* name : b == Backend::cpu ? kCpu : kCuda)
+      if (const VariantDef* v = reg.find_variant(cc.op->name, name)) out.push_back({&cc, v});
+  }
+  return out;
+}
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt) {
+  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global()) : std::vector<PlannedCase>{};
+  cases.insert(cases.end(), selected.begin(), selected.end());
   if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
   if (opt.save_outputs) make_dirs(*opt.save_outputs);
 

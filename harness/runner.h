@@ -31,6 +31,7 @@ struct RunOptions {
   unsigned threads = 1;
   std::optional<std::string> save_outputs;  // folder for .npy inputs and outputs
   bool progress = false;                    // case and trial progress on stderr
+  bool canaries = true;                     // include the deterministic and nondeterministic controls
   std::string arguments_json = "[]";
 };
 
@@ -44,6 +45,10 @@ struct RunSummary {
 
 RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store,
                      const RunOptions& opt);
+
+// The control cases for the backends `cases` use: per backend, the deterministic control
+// (cpu.serial / cuda.ordered) and the nondeterministic one (cpu.atomic / cuda.atomic).
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg);
 
 // Set from a signal handler: the run stops after the current trial and is marked interrupted.
 void request_stop();

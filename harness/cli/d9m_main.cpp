@@ -131,7 +131,7 @@ int main_impl(int argc, char** argv) {
   std::vector<std::string> ops, variants, configs, stacks, merge_inputs;
   std::string diff_a, diff_b, baseline_file, report_file, key_file, attestation_file, pubkey_file;
   double timing_tolerance = 0.25;
-  bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false;
+  bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false, no_canaries = false;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -156,6 +156,7 @@ int main_impl(int argc, char** argv) {
   run->add_option("--catalog", catalog_path, "catalogue JSON replacing the built-in one");
   run->add_option("--save-outputs", save_dir, "write inputs and first outputs as .npy under this folder");
   run->add_flag("-q,--quiet", quiet, "print no status table at the end");
+  run->add_flag("--no-canaries", no_canaries, "leave out the deterministic and nondeterministic controls");
   run->add_flag("--ctest", ctest, "exit 77 (CTest's skip) when every selected case was SKIPPED");
 
   auto* report = app.add_subcommand("report", "render the evidence in a store");
@@ -215,6 +216,7 @@ int main_impl(int argc, char** argv) {
     opt.trials = trials;
     opt.threads = threads;
     opt.progress = isatty(STDERR_FILENO) != 0;
+    opt.canaries = !no_canaries;
     if (!save_dir.empty()) opt.save_outputs = save_dir;
     opt.arguments_json = json(std::vector<std::string>(argv, argv + argc)).dump();
     std::signal(SIGINT, on_signal);

@@ -74,6 +74,7 @@ TEST(Catalog, SemanticErrorsNameTheFieldPath) {
       {with_config(R"({"op": "bias_add", "name": "x", "params": {"n":2147483648,"h":2147483648,"w":2,"c":1}})"), "configs[0].params: inputs and output would take"},
       {with_config("{" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}}, {)" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[1].name: duplicate config name"},
       {with_config(R"({"op": "bias_add", "name": "a b", "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[0].name: expected letters"},
+      {with_config(R"({"op": "bias_add", "name": "_canary", "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[0].name: names starting with _ are reserved"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of(c.text);

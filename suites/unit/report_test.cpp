@@ -80,6 +80,50 @@ TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
   EXPECT_FALSE(nlohmann::json::parse(render_json(d))["verdict"]["claims_held"].get<bool>());
 }
 
+// Writes a case of the controls' config (_canary).
+void put_canary(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
+                const std::vector<std::string>& digests) {
+  CaseRecord rec{"", "unsorted_segment_sum", variant, "cpu", "_canary", "cid", "{}", 42, "inputs", "float32", "[4,8]"};
+  rec.id = Store::case_id(rec);
+  std::vector<TrialRecord> ts;
+  for (std::size_t t = 0; t < digests.size(); ++t)
+    ts.push_back({static_cast<std::int64_t>(t), digests[t], 1000, digests[t] == digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{1, 1, 1, 0})});
+  std::set<std::string> distinct(digests.begin(), digests.end());
+  s.put_case(run, rec,
+             {distinct.size() == 1 ? Status::deterministic : Status::nondeterministic, "", claim, "design", "control", "",
+              static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000},
+             ts);
+}
+
+TEST(Report, ANondeterministicControlThatNeverDivergedIsAWarning) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put_canary(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+  put_canary(s, run, "cpu.atomic", "nondeterministic", {"y", "y", "y"});
+  s.finish_run(run, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  EXPECT_TRUE(v.held());
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_NE(v.warnings[0].find("could not have seen nondeterminism"), std::string::npos);
+  EXPECT_NE(render_markdown(load_report_data(s)).find("# WARNING: the nondeterministic control"), std::string::npos);
+}
+
+TEST(Report, ADivergingDeterministicControlFailsTheAudit) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put_canary(s, run, "cpu.serial", "deterministic", {"x", "z", "x"});
+  put_canary(s, run, "cpu.atomic", "nondeterministic", {"a", "b", "c"});
+  s.finish_run(run, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  EXPECT_FALSE(v.held());
+  EXPECT_TRUE(v.warnings.empty());
+  bool named = false;
+  for (const auto& b : v.broken) named |= b.find("the deterministic control") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(Report, RunsOfOneStackAddUpAndDStatesItsBound) {
   Fixture f;
   Store s = Store::open(f.path, Store::Mode::read_write);
