@@ -11,7 +11,8 @@ std::vector<ParamSpec> nhwc_params() {
 }
 
 Geometry geometry(const Params& p) {
-  return {p.integer("n") * p.integer("h") * p.integer("w"), p.integer("c")};
+  return {op::checked_product({p.integer("n"), p.integer("h"), p.integer("w"), p.integer("c")}, "n") / p.integer("c"),
+          p.integer("c")};
 }
 
 Shape nhwc(const Params& p) { return {p.integer("n"), p.integer("h"), p.integer("w"), p.integer("c")}; }

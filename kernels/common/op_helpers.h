@@ -1,5 +1,6 @@
 // Small builders that keep op declarations readable.
 #pragma once
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,16 @@ inline ParamSpec choice_or(std::string name, std::string dflt, std::vector<std::
                            std::string doc) {
   return {std::move(name), ParamKind::choice, ParamValue{std::move(dflt)}, 0, std::move(choices),
           std::move(doc)};
+}
+
+// Products of parameters inside plan() are checked: a config whose sizes multiply past 2^62 is
+// an InvalidConfig naming the parameter, never signed overflow.
+inline std::int64_t checked_product(std::initializer_list<std::int64_t> factors, const std::string& param) {
+  std::int64_t p = 1;
+  for (std::int64_t f : factors)
+    if (__builtin_mul_overflow(p, f, &p) || p > (std::int64_t{1} << 62))
+      throw InvalidConfig(param, "the sizes multiply beyond 2^62 elements");
+  return p;
 }
 
 inline TensorDesc f32(std::string name, Shape shape) { return {std::move(name), DType::f32, std::move(shape)}; }

@@ -46,6 +46,7 @@ D9M_REGISTER_OP(OpDef{
     .plan = [](const Params& p) {
       const std::int64_t a = p.integer("dim0"), b = p.integer("dim1"), d = p.integer("depth"),
                          u = p.integer("updates");
+      op::checked_product({a, b, d}, "dim0");
       return Problem{{op::f32("ref", {a, b, d}), op::i32("indices", {u, 2}), op::f32("updates", {u, d})},
                      op::f32("output", {a, b, d}), Geometry{a * b, d, u, index_range(p, a * b), b}};
     },

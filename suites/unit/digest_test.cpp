@@ -61,7 +61,8 @@ TEST(DigestV1, EveryByteMatters) {
 }
 
 TEST(CounterRng, MatchesIndependentVectors) {
-  for (const auto& c : vectors()["counter_rng"]) {
+  const auto v = vectors();  // not vectors()["..."] in the loop head: the temporary would die first
+  for (const auto& c : v["counter_rng"]) {
     const CounterRng rng(c["seed"].get<std::uint64_t>(), c["stream"].get<std::uint64_t>());
     EXPECT_EQ(rng.bits(c["index"].get<std::uint64_t>()), std::stoull(c["bits"].get<std::string>(), nullptr, 16));
   }
