@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs d9m's tests on a fresh machine: installs what is missing (as root), configures, builds,
 # and runs ctest: unit tests, CLI tests, and one certification test per catalogued case (GPU
-# cases report a skip without a device). Extra arguments go to ctest.
+# cases report a skip without a device). Then the same suites (CPU) under AddressSanitizer and
+# UndefinedBehaviorSanitizer, and the threaded code under ThreadSanitizer; D9M_SANITIZE=0 skips
+# those. Extra arguments go to the first ctest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source ci/deps.sh
@@ -9,3 +11,17 @@ d9m_install_deps
 build=${D9M_BUILD_DIR:-build/test}
 d9m_build "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DD9M_TESTS=ON -DD9M_BENCH=ON  # benchmarks are built, so they cannot rot
 ctest --test-dir "$build" -j "$(nproc)" --output-on-failure "$@"
+
+if [[ ${D9M_SANITIZE:-1} == 1 ]]; then
+  echo "== ASan + UBSan: unit, CLI and CPU certification suites"
+  D9M_CUDA=OFF d9m_build build/asan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" > /dev/null
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build/asan -j "$(nproc)" --output-on-failure -L 'unit|cpu' -E 'chromium'
+  echo "== TSan: the thread pool, the accumulate engines, the threaded digest"
+  D9M_CUDA=OFF d9m_build build/tsan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$(nproc)" --output-on-failure \
+    -R '^(ThreadPool|KernelAgreement|DigestV1)\.'
+fi
