@@ -36,6 +36,16 @@ std::uint64_t leaf_hash(const void* p, std::size_t len) {
 #endif
 }
 
+std::string lower_hex(const unsigned char* md, unsigned len) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += digits[md[i] >> 4];
+    out += digits[md[i] & 15];
+  }
+  return out;
+}
+
 void store_le64(unsigned char* p, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
 }
@@ -78,13 +88,7 @@ std::string sha256_file(const std::string& path) {
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx, md, &len);
   EVP_MD_CTX_free(ctx);
-  std::string out;
-  char hex[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(hex, sizeof hex, "%02x", md[i]);
-    out += hex;
-  }
-  return out;
+  return lower_hex(md, len);
 }
 
 std::string sha256_hex(const std::string& bytes) {
@@ -92,13 +96,7 @@ std::string sha256_hex(const std::string& bytes) {
   unsigned int len = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1)
     throw std::runtime_error("OpenSSL SHA-256 failed");
-  std::string out;
-  char hex[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(hex, sizeof hex, "%02x", md[i]);
-    out += hex;
-  }
-  return out;
+  return lower_hex(md, len);
 }
 
 }  // namespace d9m

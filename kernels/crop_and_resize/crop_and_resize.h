@@ -71,6 +71,26 @@ D9M_HD inline float crop_value(const Geometry& g, const float* image, const floa
   return t + (bt - t) * yl;
 }
 
+// Crop pixel s = (k, y, x) with its box and sample position; false when it falls outside the
+// image (such samples send no gradient).
+struct Sample {
+  I px, k, y, x;
+  Box box;
+  float in_y, in_x;
+};
+
+D9M_HD inline bool sample_of(const Geometry& g, const float* boxes, const std::int32_t* box_ind, std::size_t s, Sample& out) {
+  out.px = static_cast<I>(s);
+  out.x = out.px % g.crop_w;
+  out.y = (out.px / g.crop_w) % g.crop_h;
+  out.k = out.px / g.crop_w / g.crop_h;
+  out.box = box_at(boxes, box_ind, out.k);
+  out.in_y = sample_at(out.box.y1, out.box.y2, g.crop_h, g.h, out.y);
+  if (outside(out.in_y, g.h)) return false;
+  out.in_x = sample_at(out.box.x1, out.box.x2, g.crop_w, g.w, out.x);
+  return !outside(out.in_x, g.w);
+}
+
 // Scatter form of crop_and_resize_grad_image: source = crop pixel (k, y, x).
 struct GradImageTaps {
   Geometry g;
@@ -80,15 +100,11 @@ struct GradImageTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto px = static_cast<I>(s);
-    const I x = px % g.crop_w, y = (px / g.crop_w) % g.crop_h, k = px / g.crop_w / g.crop_h;
-    const Box bx = box_at(boxes, box_ind, k);
-    const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
-    if (outside(in_y, g.h)) return;
-    const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
-    if (outside(in_x, g.w)) return;
-    const float* dy = grads + px * g.c;
-    const I base = bx.b * g.h;
+    Sample sm;
+    if (!sample_of(g, boxes, box_ind, s, sm)) return;
+    const float in_y = sm.in_y, in_x = sm.in_x;
+    const float* dy = grads + sm.px * g.c;
+    const I base = sm.box.b * g.h;
     if (g.bilinear) {
       const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
       const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
@@ -119,13 +135,11 @@ struct GradBoxesTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto px = static_cast<I>(s);
-    const I x = px % g.crop_w, y = (px / g.crop_w) % g.crop_h, k = px / g.crop_w / g.crop_h;
-    const Box bx = box_at(boxes, box_ind, k);
-    const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
-    if (outside(in_y, g.h)) return;
-    const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
-    if (outside(in_x, g.w)) return;
+    Sample sm;
+    if (!sample_of(g, boxes, box_ind, s, sm)) return;
+    const float in_y = sm.in_y, in_x = sm.in_x;
+    const I px = sm.px, y = sm.y, x = sm.x, k = sm.k;
+    const Box& bx = sm.box;
     const float height_ratio = g.crop_h > 1 ? static_cast<float>(g.h - 1) / static_cast<float>(g.crop_h - 1) : 0.0f;
     const float width_ratio = g.crop_w > 1 ? static_cast<float>(g.w - 1) / static_cast<float>(g.crop_w - 1) : 0.0f;
     const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
