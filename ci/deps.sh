@@ -2,7 +2,8 @@
 # missing and we are root; otherwise names what is missing and stops.
 D9M_DEBIAN_PACKAGES=(cmake ninja-build g++ pkg-config git python3 ccache
   libsqlite3-dev nlohmann-json3-dev libxxhash-dev libcli11-dev libssl-dev libgtest-dev libbenchmark-dev
-  libxml2-utils chromium)  # the last two check the JUnit and HTML reports
+  libxml2-utils chromium  # check the JUnit and HTML reports
+  clang libclang-rt-14-dev)  # libFuzzer
 
 d9m_install_deps() {
   local missing=()

@@ -2,8 +2,9 @@
 # Runs d9m's tests on a fresh machine: installs what is missing (as root), configures, builds,
 # and runs ctest: unit tests, CLI tests, and one certification test per catalogued case (GPU
 # cases report a skip without a device). Then the same suites (CPU) under AddressSanitizer and
-# UndefinedBehaviorSanitizer, and the threaded code under ThreadSanitizer; D9M_SANITIZE=0 skips
-# those. Extra arguments go to the first ctest.
+# UndefinedBehaviorSanitizer, the threaded code under ThreadSanitizer, and the libFuzzer targets
+# for a short budget (ci/fuzz.sh); D9M_SANITIZE=0 skips those. Extra arguments go to the first
+# ctest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source ci/deps.sh
@@ -24,4 +25,6 @@ if [[ ${D9M_SANITIZE:-1} == 1 ]]; then
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$(nproc)" --output-on-failure \
     -R '^(ThreadPool|KernelAgreement|DigestV1)\.'
+  echo "== libFuzzer: the catalogue parser and the store opener (fixed crashes replayed, then 20 s each)"
+  bash ci/fuzz.sh "${D9M_FUZZ_SECONDS:-20}"
 fi

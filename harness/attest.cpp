@@ -1,4 +1,5 @@
 #include "harness/attest.h"
+#include "harness/json_text.h"
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -107,7 +108,7 @@ json make_statement(const ReportData& data, const std::string& report_path, cons
 }
 
 json make_envelope(const json& statement, const std::optional<std::string>& private_key_pem) {
-  const std::string payload = statement.dump();
+  const std::string payload = json_text(statement);
   json sigs = json::array();
   if (private_key_pem) {
     Pkey key = read_key(*private_key_pem, true);

@@ -1,4 +1,5 @@
 #include "harness/catalog.h"
+#include "harness/json_text.h"
 
 #include <fnmatch.h>
 
@@ -62,7 +63,7 @@ class Validator {
         if (!v.is_number_integer()) fail(path, expected + type_name(v));
         // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
         const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 31);
-        if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + v.dump());
+        if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
         return v.get<std::int64_t>();
       }
       case ParamKind::boolean:
@@ -118,6 +119,11 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     std::string what = e.what();
     if (auto p = what.find(": syntax error"); p != std::string::npos) what = what.substr(p + 2);
     fail_usage(source + ":" + position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + what);
+  } catch (const json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number beyond double range (found by fuzzing).
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    fail_usage(source + ": " + what);
   }
   const Validator v(source);
   if (!root.is_object()) v.fail("(root)", "expected an object, got " + type_name(root));
@@ -125,7 +131,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     if (key != "schema" && key != "configs" && key != "description")
       v.fail(key, "unknown field (expected \"schema\", \"description\" or \"configs\")");
   if (v.string_field(root, "(root)", "schema") != "d9m.catalog/1")
-    v.fail("schema", "expected \"d9m.catalog/1\", got " + root["schema"].dump());
+    v.fail("schema", "expected \"d9m.catalog/1\", got " + json_text(root["schema"]));
   const json& configs = v.field(root, "(root)", "configs");
   if (!configs.is_array() || configs.empty()) v.fail("configs", "expected a non-empty array");
 
@@ -184,7 +190,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
 
     if (auto it = c.find("seed"); it != c.end()) {
       if (!it->is_number_unsigned())
-        v.fail(path + ".seed", "expected a non-negative integer, got " + it->dump());
+        v.fail(path + ".seed", "expected a non-negative integer, got " + json_text(*it));
       cc.seed = it->get<std::uint64_t>();
     }
     if (auto it = c.find("variants"); it != c.end()) {
@@ -228,10 +234,10 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       v.fail(path + ".params", "output has 2^32 or more elements; d9m indexes outputs with 32 bits");
 
     const json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
-    cc.config_id = sha256_hex(key.dump()).substr(0, 16);
+    cc.config_id = sha256_hex(json_text(key)).substr(0, 16);
     cat.configs.push_back(std::move(cc));
   }
-  cat.digest = sha256_hex(root.dump());
+  cat.digest = sha256_hex(json_text(root));
   return cat;
 }
 

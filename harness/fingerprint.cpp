@@ -1,4 +1,5 @@
 #include "harness/fingerprint.h"
+#include "harness/json_text.h"
 
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
@@ -194,7 +195,7 @@ GpuProbe probe_gpus() {
   return p;
 }
 
-Fingerprint fingerprint_from_json(const json& j) { return {j, sha256_hex(j.dump())}; }
+Fingerprint fingerprint_from_json(const json& j) { return {j, sha256_hex(json_text(j))}; }
 
 Fingerprint collect_fingerprint(const GpuProbe& gpus) {
   utsname u{};

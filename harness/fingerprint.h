@@ -24,7 +24,7 @@ GpuProbe probe_gpus();
 struct Fingerprint {
   nlohmann::json json;  // canonical content
   std::string id;       // SHA-256 of json.dump()
-  std::string canonical() const { return json.dump(); }
+  std::string canonical() const { return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 };
 
 // The environment variables that change determinism somewhere in the stack.

@@ -1,4 +1,5 @@
 #include "harness/report.h"
+#include "harness/json_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -218,7 +219,7 @@ std::string audit_sections_md(const ReportData& data) {
       << r.started_at << " | " << r.finished_at << " | " << r.trials_per_case << " | " << r.threads << " | `" << r.chain_root << "` | `"
       << cell(r.arguments) << "` |\n";
   o << "\n## Fingerprints\n\n";
-  for (const auto& s : data.stacks) o << "### " << s.label << " `" << s.id << "`\n\n```json\n" << s.fingerprint.dump(2) << "\n```\n\n";
+  for (const auto& s : data.stacks) o << "### " << s.label << " `" << s.id << "`\n\n```json\n" << json_text(s.fingerprint, 2) << "\n```\n\n";
   o << "## Anomalies\n\n";
   if (f.anomalies.empty()) o << "None.\n";
   for (const auto& a : f.anomalies) o << "- " << cell(a) << "\n";
@@ -246,7 +247,7 @@ std::string audit_sections_html(const ReportData& data) {
       << "</code></td><td><code>" << xml_escape(r.arguments) << "</code></td></tr>\n";
   o << "</tbody></table>\n<h2>Fingerprints</h2>\n";
   for (const auto& s : data.stacks)
-    o << "<h3>" << xml_escape(s.label) << " <code>" << xml_escape(s.id) << "</code></h3>\n<pre class=\"meta\">" << xml_escape(s.fingerprint.dump(2))
+    o << "<h3>" << xml_escape(s.label) << " <code>" << xml_escape(s.id) << "</code></h3>\n<pre class=\"meta\">" << xml_escape(json_text(s.fingerprint, 2))
       << "</pre>\n";
   o << "<h2>Anomalies</h2>\n<ul>";
   if (f.anomalies.empty()) o << "<li>None.</li>";
@@ -457,7 +458,7 @@ std::string render_json(const ReportData& data) {
                        {"cross_implementation", cross},
                        {"stack_differences", diffs},
                        {"verdict", {{"claims_held", verdict.held()}, {"broken", verdict.broken}, {"warnings", verdict.warnings}, {"counts", counts}}}};
-  return report.dump(2) + "\n";
+  return json_text(report, 2) + "\n";
 }
 
 }  // namespace d9m

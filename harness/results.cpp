@@ -178,7 +178,15 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
     }
   } catch (const sql::Error& e) {
     fail_environment(store.path() + ": cannot read the store: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    fail_environment(store.path() + ": the store holds a value d9m does not know (" + e.what() + "); `d9m verify` lists the faults");
   }
+  // A store whose rows do not hang together (found by fuzzing: a run whose fingerprint row is
+  // missing) is refused with a message, not rendered half.
+  for (const auto& r : d.results)
+    if (std::none_of(d.stacks.begin(), d.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; }))
+      fail_environment(store.path() + ": the store is inconsistent: results refer to stack " + r.stack.substr(0, 12) +
+                       ", which has no fingerprint row; `d9m verify` lists the faults");
   std::sort(d.results.begin(), d.results.end(), [&](const CaseResult& a, const CaseResult& b) {
     return std::tie(a.op, a.config, a.variant, a.stack) < std::tie(b.op, b.config, b.variant, b.stack);
   });

@@ -1,4 +1,5 @@
 #include "harness/runner.h"
+#include "harness/json_text.h"
 
 #include <algorithm>
 #include <atomic>
@@ -86,7 +87,7 @@ void save_config(const std::string& dir, const CatalogConfig& cc, const Prepared
                             {"inputs", inputs},
                             {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
                                         {"shape", cc.problem.output.shape}}}};
-  write_file_atomically(base + "/config.json", j.dump(2) + "\n");
+  write_file_atomically(base + "/config.json", json_text(j, 2) + "\n");
 }
 
 }  // namespace
@@ -155,7 +156,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   info.id = random_run_id();
   info.started_at = utc_now();
   info.host = host_name();
-  info.gpu_uuids = nlohmann::json(gpus.uuids).dump();
+  info.gpu_uuids = json_text(nlohmann::json(gpus.uuids));
   info.arguments = opt.arguments_json;
   info.catalog_digest = cat.digest;
   info.trials_per_case = opt.trials;
@@ -207,7 +208,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     rec.backend = to_string(v.backend);
     rec.config = cc.name;
     rec.config_id = cc.config_id;
-    rec.params = cc.params_json.dump();
+    rec.params = json_text(cc.params_json);
     rec.seed = cc.seed;
     rec.input_digest = prep.input_digest;
     rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));

@@ -1,4 +1,5 @@
 #include "harness/store.h"
+#include "harness/json_text.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -195,7 +196,7 @@ std::string Store::case_id(const CaseRecord& c) {
                             {"config", c.config}, {"config_id", c.config_id},       {"params", c.params},
                             {"seed", c.seed},     {"input_digest", c.input_digest}, {"output_dtype", c.output_dtype},
                             {"output_shape", c.output_shape}};
-  return sha256_hex(j.dump());
+  return sha256_hex(json_text(j));
 }
 
 std::string Store::chain_start(const std::string& run_id) { return sha256_hex("d9m-chain-v1:" + run_id); }
@@ -213,13 +214,13 @@ std::string Store::canonical_case_run(const std::string& run_id, const std::stri
   return nlohmann::json::array({"case_run", run_id, case_id, seq, to_string(cr.status), cr.detail, cr.claim_determinism,
                                 cr.claim_source, cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct,
                                 optional_json(cr.median_ns), optional_json(cr.min_ns)})
-      .dump();
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string Store::canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
   nlohmann::json diff = nullptr;
   if (t.diff) diff = {t.diff->count, t.diff->max_abs, t.diff->max_ulp, t.diff->first_index};
-  return nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff}).dump();
+  return json_text(nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff}));
 }
 
 std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "harness/attest.h"
+#include "harness/json_text.h"
 #include "harness/catalog.h"
 #include "harness/compare.h"
 #include "harness/error.h"
@@ -65,7 +66,7 @@ int cmd_list(const std::string& catalog_path, const std::string& backend, const 
       out["ops"].push_back({{"name", op.name}, {"family", op.family}, {"summary", op.summary}, {"params", params},
                             {"variants", variants}, {"configs", configs}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
   std::printf("# catalogue %s (sha256 %.12s), %zu cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size());
@@ -90,11 +91,11 @@ int cmd_fingerprint(bool as_json) {
   const GpuProbe gpus = probe_gpus();
   const Fingerprint fp = collect_fingerprint(gpus);
   if (as_json) {
-    std::cout << json({{"id", fp.id}, {"fingerprint", fp.json}, {"gpu_status", gpus.status}, {"host", host_name()},
-                       {"gpu_uuids", gpus.uuids}}).dump(2)
+    std::cout << json_text(json({{"id", fp.id}, {"fingerprint", fp.json}, {"gpu_status", gpus.status}, {"host", host_name()},
+                                 {"gpu_uuids", gpus.uuids}}), 2)
               << "\n";
   } else {
-    std::cout << "fingerprint " << fp.id << "\n" << fp.json.dump(2) << "\n";
+    std::cout << "fingerprint " << fp.id << "\n" << json_text(fp.json, 2) << "\n";
     std::cout << "gpu: " << gpus.status << "\n";
   }
   return 0;
@@ -218,7 +219,7 @@ int main_impl(int argc, char** argv) {
     opt.progress = isatty(STDERR_FILENO) != 0;
     opt.canaries = !no_canaries;
     if (!save_dir.empty()) opt.save_outputs = save_dir;
-    opt.arguments_json = json(std::vector<std::string>(argv, argv + argc)).dump();
+    opt.arguments_json = json_text(json(std::vector<std::string>(argv, argv + argc)));
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     const RunSummary s = run_audit(cat, cases, store, opt);
@@ -255,7 +256,7 @@ int main_impl(int argc, char** argv) {
     const Store store = Store::open(db, Store::Mode::read_only);
     ReportData data = load_report_data(store);
     select_stacks(data, stacks);
-    write_output(output, pin_baseline(data).dump(1) + "\n");
+    write_output(output, json_text(pin_baseline(data), 1) + "\n");
     return 0;
   }
   if (*check) {
@@ -279,7 +280,7 @@ int main_impl(int argc, char** argv) {
   if (*attest) {
     const Store store = Store::open(db, Store::Mode::read_only);
     const nlohmann::json statement = make_statement(load_report_data(store), report_file, db);
-    write_output(output, make_envelope(statement, key_file.empty() ? std::nullopt : std::optional(key_file)).dump(2) + "\n");
+    write_output(output, json_text(make_envelope(statement, key_file.empty() ? std::nullopt : std::optional(key_file)), 2) + "\n");
     return 0;
   }
   if (*verify && !attestation_file.empty()) {

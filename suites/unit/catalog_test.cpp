@@ -48,6 +48,12 @@ TEST(Catalog, SyntaxErrorNamesLineAndColumn) {
   EXPECT_NE(e.find("cat.json:3:"), std::string::npos) << e;
 }
 
+TEST(Catalog, NumbersBeyondDoubleRangeAreAnErrorNotACrash) {
+  // Found by fuzz_catalog: nlohmann throws out_of_range, not parse_error, for these.
+  const std::string e = error_of("{\"schema\": 1e999999}");
+  EXPECT_NE(e.find("number overflow"), std::string::npos) << e;
+}
+
 TEST(Catalog, SemanticErrorsNameTheFieldPath) {
   const std::string ok = R"("op": "bias_add", "name": "x")";
   struct Case {

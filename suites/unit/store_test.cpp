@@ -145,6 +145,19 @@ TEST_F(StoreTest, RefusesWhatIsNotAD9mStoreAndTouchesNothing) {
   expect_refused(path("no/such/folder/d9m.sqlite"), Store::Mode::read_write, "does not exist");
 }
 
+TEST_F(StoreTest, InvalidUtf8InAStoreIsReportedNotACrash) {
+  // Found by fuzz_store: text that is not UTF-8 made JSON serialisation throw inside verify.
+  const std::string p = path("utf8.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    write_run(s, "c", 1, 2);
+    sql::exec(s.db(), "UPDATE runs SET host = CAST(X'6869B6' AS TEXT); UPDATE cases SET config = CAST(X'FF00FE' AS TEXT)");
+  }
+  Store s = Store::open(p, Store::Mode::read_only);
+  const auto v = verify_store(s);
+  EXPECT_FALSE(v.problems.empty());  // the edited case no longer matches its content-addressed id
+}
+
 TEST_F(StoreTest, RefusesReadOnlyFilesAndFolders) {
   if (::geteuid() == 0) GTEST_SKIP() << "root ignores file permissions";
   { Store s = Store::open(path("ro.sqlite"), Store::Mode::read_write); }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang, replays every input that once crashed them
+# (suites/fuzz/regressions: a regression fails), then fuzzes each target for a short budget
+# (seconds per target in $1 or D9M_FUZZ_SECONDS, default 30). New findings are saved to
+# build/fuzz/crashes/ and reported; they fail the script only with D9M_FUZZ_STRICT=1, so that a
+# random discovery does not block unrelated work (add the input to suites/fuzz/regressions/ with
+# its fix). Longer by hand: build/fuzz/suites/fuzz/fuzz_store -max_total_time=3600 build/fuzz/corpus/store
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+  > /dev/null
+cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store d9m > /dev/null
+mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store
+cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
+# A real store as the seed of the store fuzzer (small: one op, two trials).
+seed=build/fuzz/corpus/store/seed.sqlite
+if [[ ! -s $seed ]]; then
+  rm -f "$seed" "$seed-wal" "$seed-shm"
+  build/fuzz/harness/d9m run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 -n 2 --db "$seed" -q --no-canaries 2> /dev/null
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$seed"
+  rm -f "$seed"-wal "$seed"-shm
+fi
+found=0
+for t in fuzz_catalog fuzz_store; do
+  kind=${t#fuzz_}
+  echo "== $t: replaying suites/fuzz/regressions/$kind"
+  build/fuzz/suites/fuzz/$t suites/fuzz/regressions/$kind/* > build/fuzz/replay.log 2>&1 ||
+    { cat build/fuzz/replay.log; echo "REGRESSION: $t crashes again on a fixed input"; exit 1; }
+  echo "== $t: ${seconds}s of fuzzing"
+  set +o pipefail
+  ASAN_OPTIONS=detect_leaks=1 build/fuzz/suites/fuzz/$t -max_total_time="$seconds" -max_len=65536 \
+    -artifact_prefix=build/fuzz/crashes/ build/fuzz/corpus/$kind > build/fuzz/$t.log 2>&1
+  rc=$?
+  set -o pipefail
+  grep -E "^Done|ERROR|SUMMARY|what\(\)" build/fuzz/$t.log | tail -3
+  if ((rc != 0)); then
+    found=1
+    echo "FINDING: $t crashed; the input is in build/fuzz/crashes/ (log: build/fuzz/$t.log)"
+  fi
+done
+if ((found)); then
+  [[ ${D9M_FUZZ_STRICT:-0} == 1 ]] && exit 1
+  echo "fuzz: new findings reported above (not fatal without D9M_FUZZ_STRICT=1)"
+else
+  echo "fuzz: nothing found in ${seconds}s per target"
+fi

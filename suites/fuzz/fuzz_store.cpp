@@ -1,0 +1,30 @@
+// libFuzzer target: the store opener and everything that reads a store. Any file must either be
+// refused with d9m::Error (environment) or opened, verified and reported without a crash.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "harness/error.h"
+#include "harness/report.h"
+#include "harness/store.h"
+#include "harness/verify.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::string path = "/tmp/d9m_fuzz_store_" + std::to_string(::getpid()) + ".sqlite";
+  for (const char* s : {"", "-wal", "-shm"}) std::remove((path + s).c_str());
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
+  }
+  try {
+    const d9m::Store store = d9m::Store::open(path, d9m::Store::Mode::read_only);
+    d9m::verify_store(store);
+    const d9m::ReportData report = d9m::load_report_data(store);
+    d9m::render_markdown(report);
+    d9m::render_json(report);
+  } catch (const d9m::Error&) {
+  }
+  return 0;
+}
