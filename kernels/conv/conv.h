@@ -38,6 +38,15 @@ D9M_HD inline void taps(const Geometry& g, std::int64_t oh, std::int64_t ow, Vis
   }
 }
 
+// Source s of both backprops: the forward output position (n, oh, ow) in flat NHW order.
+struct Position {
+  std::int64_t n, oh, ow;
+};
+D9M_HD inline Position position_of(const Geometry& g, std::size_t s) {
+  const auto pos = static_cast<std::int64_t>(s);
+  return {pos / g.x.out / g.y.out, (pos / g.x.out) % g.y.out, pos % g.x.out};
+}
+
 // Scatter form of conv2d_bwd_data: source = forward output position (n, oh, ow).
 struct BwdDataTaps {
   Geometry g;
@@ -46,9 +55,8 @@ struct BwdDataTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto pos = static_cast<std::int64_t>(s);
-    const std::int64_t ow = pos % g.x.out, oh = (pos / g.x.out) % g.y.out, n = pos / g.x.out / g.y.out;
-    const float* dy = out_backprop + pos * g.co;
+    const auto [n, oh, ow] = position_of(g, s);
+    const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
     const float* w = filter;
     taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
@@ -69,9 +77,8 @@ struct BwdFilterTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto pos = static_cast<std::int64_t>(s);
-    const std::int64_t ow = pos % g.x.out, oh = (pos / g.x.out) % g.y.out, n = pos / g.x.out / g.y.out;
-    const float* dy = out_backprop + pos * g.co;
+    const auto [n, oh, ow] = position_of(g, s);
+    const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
     const float* x = input;
     taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {

@@ -78,6 +78,15 @@ D9M_HD inline float nearest_value(const Geometry& g, const float* in, std::int64
   return in[((n * g.h + y) * g.w + x) * g.c + c];
 }
 
+// Source s of both grads: the grads pixel (n, y, x) at the resized size.
+struct Pixel {
+  std::int64_t px, n, oy, ox;
+};
+D9M_HD inline Pixel pixel_of(const Geometry& g, std::size_t s) {
+  const auto px = static_cast<std::int64_t>(s);
+  return {px, px / g.ow / g.oh, (px / g.ow) % g.oh, px % g.ow};
+}
+
 // Scatter form of resize_bilinear_grad: source = one grads pixel (n, y, x); per channel it adds
 // g*(1-yl)*(1-xl), g*(1-yl)*xl, g*yl*(1-xl), g*yl*xl to the four taps, in that order.
 struct BilinearGradTaps {
@@ -86,8 +95,7 @@ struct BilinearGradTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto px = static_cast<std::int64_t>(s);
-    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
+    const auto [px, n, oy, ox] = pixel_of(g, s);
     const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
     const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
     const float iyl = 1.0f - ty.lerp, ixl = 1.0f - tx.lerp;
@@ -109,8 +117,7 @@ struct NearestGradTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto px = static_cast<std::int64_t>(s);
-    const std::int64_t ox = px % g.ow, oy = (px / g.ow) % g.oh, n = px / g.ow / g.oh;
+    const auto [px, n, oy, ox] = pixel_of(g, s);
     const std::int64_t y = nearest_tap(oy, g.h, g.y_scale, g.align_corners, g.half_pixel_centers);
     const std::int64_t x = nearest_tap(ox, g.w, g.x_scale, g.align_corners, g.half_pixel_centers);
     const std::int64_t base = ((n * g.h + y) * g.w + x) * g.c;
