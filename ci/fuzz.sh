@@ -11,7 +11,8 @@ seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   > /dev/null
-cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store d9m > /dev/null
+cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store d9m > build/fuzz.log 2>&1 ||
+  { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
 mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
 # A real store as the seed of the store fuzzer (small: one op, two trials).

@@ -55,7 +55,8 @@ struct BwdDataTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto [n, oh, ow] = position_of(g, s);
+    const Position at = position_of(g, s);
+    const std::int64_t n = at.n, oh = at.oh, ow = at.ow;
     const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
     const float* w = filter;
@@ -77,7 +78,8 @@ struct BwdFilterTaps {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
-    const auto [n, oh, ow] = position_of(g, s);
+    const Position at = position_of(g, s);
+    const std::int64_t n = at.n, oh = at.oh, ow = at.ow;
     const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
     const float* x = input;
