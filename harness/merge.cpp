@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <set>
 
 #include "harness/error.h"
 #include "harness/sqlite.h"
@@ -17,15 +18,29 @@ const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "tr
 
 struct Columns {
   std::vector<std::string> all, key;
+  std::vector<std::string> from_src;  // per column of `all`: how to read it from src (s.<name>, or its default)
 };
 
+// The destination's columns, and how to read each from the attached source. A source of an
+// older schema lacks the columns later schemas added; those read as their declared defaults,
+// exactly what migrating the source would have given them.
 Columns columns_of(sqlite3* db, const std::string& table) {
   Columns c;
-  sql::Statement s(db, "SELECT name, pk FROM pragma_table_info(?) ORDER BY cid");
+  std::set<std::string> src;
+  {
+    sql::Statement s(db, "SELECT name FROM pragma_table_info(?, 'src')");
+    s.bind(1, table);
+    while (s.step()) src.insert(s.text(0));
+  }
+  sql::Statement s(db, "SELECT name, pk, dflt_value FROM pragma_table_info(?, 'main') ORDER BY cid");
   s.bind(1, table);
   while (s.step()) {
-    c.all.push_back(s.text(0));
-    if (s.integer(1) > 0) c.key.push_back(s.text(0));
+    const std::string name = s.text(0);
+    c.all.push_back(name);
+    if (s.integer(1) > 0) c.key.push_back(name);
+    if (src.count(name)) c.from_src.push_back("s." + name);
+    else if (!s.is_null(2)) c.from_src.push_back(s.text(2));
+    else fail_usage("the source store has no column " + table + "." + name + " and it has no default");
   }
   return c;
 }
@@ -65,7 +80,7 @@ void merge_one(sqlite3* db, const std::string& input, MergeSummary& sum) {
       std::string on;
       for (const auto& k : c.key) on += std::string(on.empty() ? "" : " AND ") + "m." + k + " = s." + k;
       sql::Statement conflict(db, "SELECT " + join(c.key, "s.", ", ") + " FROM src." + table + " s JOIN main." + table +
-                                      " m ON " + on + " WHERE (" + join(c.all, "s.", ", ") + ") IS NOT (" +
+                                      " m ON " + on + " WHERE (" + join(c.from_src, "", ", ") + ") IS NOT (" +
                                       join(c.all, "m.", ", ") + ") LIMIT 1");
       if (conflict.step()) {
         std::string key;
@@ -77,7 +92,7 @@ void merge_one(sqlite3* db, const std::string& input, MergeSummary& sum) {
       count.step();
       const std::int64_t rows = count.integer(0);
       sql::exec(db, "INSERT OR IGNORE INTO main." + std::string(table) + " (" + join(c.all, "", ", ") + ") SELECT " +
-                        join(c.all, "", ", ") + " FROM src." + table);
+                        join(c.from_src, "", ", ") + " FROM src." + table + " s");
       const std::int64_t added = sqlite3_changes(db);
       sum.added += added;
       sum.present += rows - added;

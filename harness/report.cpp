@@ -215,7 +215,7 @@ std::string audit_sections_md(const ReportData& data) {
        "| run | stack | host | state | started | finished | N | threads | chain root | arguments |\n"
     << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : data.run_rows)
-    o << "| `" << r.id << "` | " << data.stack(r.stack).label << " | " << cell(r.host) << " | " << r.state << " | "
+    o << "| `" << r.id << "` | " << data.stack(r.stack).label << " | " << cell(r.host) << " | " << r.state_text() << " | "
       << r.started_at << " | " << r.finished_at << " | " << r.trials_per_case << " | " << r.threads << " | `" << r.chain_root << "` | `"
       << cell(r.arguments) << "` |\n";
   o << "\n## Fingerprints\n\n";
@@ -242,7 +242,7 @@ std::string audit_sections_html(const ReportData& data) {
        "</tr></thead><tbody>\n";
   for (const auto& r : data.run_rows)
     o << "<tr><td><code>" << xml_escape(r.id) << "</code></td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td>" << xml_escape(r.host)
-      << "</td><td>" << xml_escape(r.state) << "</td><td>" << xml_escape(r.started_at) << "</td><td>" << xml_escape(r.finished_at)
+      << "</td><td>" << xml_escape(r.state_text()) << "</td><td>" << xml_escape(r.started_at) << "</td><td>" << xml_escape(r.finished_at)
       << "</td><td>" << r.trials_per_case << "</td><td>" << r.threads << "</td><td><code>" << xml_escape(r.chain_root)
       << "</code></td><td><code>" << xml_escape(r.arguments) << "</code></td></tr>\n";
   o << "</tbody></table>\n<h2>Fingerprints</h2>\n";

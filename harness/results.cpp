@@ -52,8 +52,8 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
       sql::Statement s(db,
                        "SELECT r.fingerprint_id, f.canonical, r.host, r.state, r.catalog_digest, r.d9m_version,"
                        " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit,"
-                       " coalesce(r.chain_root, '')"
-                       " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" +
+                       " coalesce(r.chain_root, ''), " + std::string(store.schema_version() >= 2 ? "r.resumes" : "0") +
+                           " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" +
                            run_filter + " ORDER BY r.started_at, r.id");
       if (run_id) s.bind(1, *run_id);
       std::set<std::string> cats, versions;
@@ -72,13 +72,17 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
         ++it->runs;
         if (std::find(it->hosts.begin(), it->hosts.end(), s.text(2)) == it->hosts.end()) it->hosts.push_back(s.text(2));
         ++d.runs;
-        if (s.text(3) == "interrupted") ++d.interrupted_runs;
+        // A run still marked running whose process is gone was interrupted; only a write marks
+        // it so in the store, but every report says so at once.
+        std::string state = s.text(3);
+        if (state == "running" && !store.run_alive(s.text(8))) state = "interrupted";
+        if (state == "interrupted") ++d.interrupted_runs;
         cats.insert(s.text(4));
         versions.insert(s.text(5));
         ns.insert(s.integer(6));
         ts.insert(s.integer(7));
-        d.run_rows.push_back({s.text(8), id, s.text(2), s.text(3), s.text(9), s.text(10), s.text(11), s.text(4), s.text(5),
-                              s.text(12), s.text(13), s.integer(6), s.integer(7)});
+        d.run_rows.push_back({s.text(8), id, s.text(2), state, s.text(9), s.text(10), s.text(11), s.text(4), s.text(5),
+                              s.text(12), s.text(13), s.integer(6), s.integer(7), s.integer(14)});
       }
       d.catalog_digests.assign(cats.begin(), cats.end());
       d.d9m_versions.assign(versions.begin(), versions.end());

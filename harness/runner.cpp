@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 
+#include "harness/digest.h"
 #include "harness/error.h"
 #include "harness/executor.h"
 #include "harness/fingerprint.h"
@@ -94,6 +96,13 @@ void save_config(const std::string& dir, const CatalogConfig& cc, const Prepared
 
 void request_stop() { g_stop.store(true); }
 
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads) {
+  nlohmann::json j = {{"trials", trials}, {"threads", threads}, {"cases", nlohmann::json::array()}};
+  for (const auto& pc : cases)
+    j["cases"].push_back({pc.config->op->name, pc.config->name, pc.config->config_id, pc.variant->name});
+  return sha256_hex(json_text(j));
+}
+
 std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel) {
   std::vector<std::string> ops, variants, configs;
   for (const auto& cc : cat.configs) {
@@ -161,10 +170,31 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   info.catalog_digest = cat.digest;
   info.trials_per_case = opt.trials;
   info.threads = opt.threads;
+  info.plan_digest = plan_digest(cases, opt.trials, opt.threads);
 
   RunSummary summary;
-  summary.run_id = store.begin_run(fp, info);
   summary.fingerprint_id = fp.id;
+  // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
+  std::set<std::string> done;
+  auto case_key = [](const std::string& op, const std::string& config_id, const std::string& variant) {
+    return op + "\n" + config_id + "\n" + variant;
+  };
+  std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info) : std::nullopt;
+  if (resumed) {
+    summary.run_id = resumed->id;
+    summary.resumes = resumed->resumes;
+    for (const auto& sc : resumed->done) {
+      done.insert(case_key(sc.op, sc.config_id, sc.variant));
+      ++summary.cases;
+      ++summary.resumed_cases;
+      ++summary.by_status[static_cast<int>(sc.cr.status)];
+      if (sc.cr.status == Status::nondeterministic && sc.cr.claim_determinism == "deterministic")
+        summary.broken_claims.push_back(sc.op + "/" + sc.config + "/" + sc.variant + ": " + std::to_string(sc.cr.distinct) +
+                                        " distinct digests in " + std::to_string(sc.cr.trials) + " trials");
+    }
+  } else {
+    summary.run_id = store.begin_run(fp, info);
+  }
 
   std::map<Backend, std::unique_ptr<Executor>> executors;
   executors[Backend::cpu] = make_cpu_executor(opt.threads);
@@ -191,6 +221,10 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     if (g_stop.load()) break;
     const CatalogConfig& cc = *pc.config;
     const VariantDef& v = *pc.variant;
+    if (done.count(case_key(cc.op->name, cc.config_id, v.name))) {
+      ++index;
+      continue;
+    }
     const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
     progress.show(index, label, 0, opt.trials);
 
@@ -232,8 +266,8 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     } else {
       try {
         CaseOutcome out = ex.run(v, cc.problem, prep.inputs, opt.trials, opt.save_outputs.has_value(),
-                                 [&](std::int64_t done, std::int64_t total) {
-                                   progress.show(index, label, done, total);
+                                 [&](std::int64_t trials_done, std::int64_t total) {
+                                   progress.show(index, label, trials_done, total);
                                    return !g_stop.load();
                                  });
         if (g_stop.load()) break;  // a case cut short is not evidence: it is not stored

@@ -32,6 +32,7 @@ struct RunOptions {
   std::optional<std::string> save_outputs;  // folder for .npy inputs and outputs
   bool progress = false;                    // case and trial progress on stderr
   bool canaries = true;                     // include the deterministic and nondeterministic controls
+  bool resume = false;                      // continue the newest interrupted run of the same plan
   std::string arguments_json = "[]";
 };
 
@@ -41,7 +42,13 @@ struct RunSummary {
   std::int64_t by_status[5] = {};          // indexed by Status
   std::vector<std::string> broken_claims;  // "op/config/variant: k distinct digests in N trials"
   bool interrupted = false;
+  std::int64_t resumed_cases = 0;  // cases an interrupted run had stored, kept when resuming it
+  std::int64_t resumes = 0;        // how often this run has been resumed (0: a fresh run)
 };
+
+// What a run sets out to do, as --resume compares it: the cases in order (op, config and its
+// content id, variant), N and the thread count. SHA-256 hex.
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads);
 
 RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store,
                      const RunOptions& opt);

@@ -2,6 +2,7 @@
 #include "harness/json_text.h"
 
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,7 +104,36 @@ void create_schema(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
 }
 
+// WAL needs shared memory that every process of the store sees coherently; network file systems
+// do not give that (https://www.sqlite.org/wal.html, "WAL does not work over a network
+// filesystem"), so a store there could be silently corrupted. The magic numbers are statfs(2)'s.
+std::optional<std::string> network_filesystem(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return std::nullopt;
+  return network_filesystem_name(static_cast<std::int64_t>(fs.f_type));
+}
+
 }  // namespace
+
+std::optional<std::string> network_filesystem_name(std::int64_t f_type) {
+  switch (static_cast<std::uint32_t>(f_type)) {
+    case 0x6969: return "NFS";
+    case 0x517b: return "SMB";
+    case 0xff534d42: return "CIFS";
+    case 0xfe534d42: return "SMB2";
+    case 0x564c: return "NCP";
+    case 0x5346414f: return "AFS";
+    case 0x6b414653: return "AFS (kAFS)";
+    case 0x00c36400: return "CephFS";
+    case 0x0bd00bd0: return "Lustre";
+    case 0x47504653: return "GPFS";
+    case 0x01021997: return "9p";
+    case 0x013111a8: return "IBRIX";
+    case 0x19830326: return "FhGFS/BeeGFS";
+    case 0x65735546: return std::nullopt;  // FUSE: local or remote, cannot tell
+    default: return std::nullopt;
+  }
+}
 
 namespace {
 
@@ -142,6 +172,11 @@ void create_store(const std::string& path) {
 }  // namespace
 
 Store Store::open(const std::string& path, Mode mode) {
+  if (auto fs = network_filesystem(exists(path) ? path : parent_dir(path)))
+    fail_environment(path + ": the store is on a network file system (" + *fs +
+                     "); SQLite's WAL mode, which d9m stores use, is not safe there (readers and writers on "
+                     "different hosts corrupt it). Keep the store on a local disk and copy it, or merge stores "
+                     "with `d9m merge`, to share it");
   if (!exists(path)) {
     if (mode == Mode::read_only) fail_environment(path + ": no such store");
     const std::string dir = parent_dir(path);
@@ -164,6 +199,7 @@ Store Store::open(const std::string& path, Mode mode) {
   if (rc != SQLITE_OK) refuse(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 60'000);
+  int schema = 0;
 
   try {
     // Everything below only reads until the file is known to be a d9m store of a schema this
@@ -181,10 +217,106 @@ Store Store::open(const std::string& path, Mode mode) {
              std::to_string(kStoreSchemaVersion) + "): upgrade d9m to read it");
     if (id.user_version < 1) refuse("has an unknown d9m schema version " + std::to_string(id.user_version));
     sql::exec(db, "PRAGMA foreign_keys = ON");
+    schema = static_cast<int>(id.user_version);
   } catch (const sql::Error& e) {
     refuse(describe_sqlite_failure(e));
   }
-  return Store(db, path);
+  Store store(db, path, schema);
+  if (mode == Mode::read_write) {
+    store.migrate();
+    store.mark_dead_runs_interrupted();
+  }
+  return store;
+}
+
+// Forward migration, one step per version, after a complete copy of the store as it was
+// (VACUUM INTO a temporary name, then linked into place: a crash leaves no half backup under
+// the final name). The schema change itself is one transaction, so a crash leaves either the old
+// store or the new one. Two processes migrating at once: the second finds the work done inside
+// its transaction and removes its own backup.
+void Store::migrate() {
+  if (schema_ >= kStoreSchemaVersion) return;
+  const int from = schema_;
+  std::string backup = path_ + ".schema" + std::to_string(from) + "-backup";
+  if (exists(backup)) backup += "-" + random_run_id().substr(0, 8);
+  const std::string tmp = backup + ".partial";
+  try {
+    sql::Statement(db_, "VACUUM INTO ?").bind(1, tmp).run();
+  } catch (const sql::Error& e) {
+    std::remove(tmp.c_str());
+    fail_environment(path_ + ": schema " + std::to_string(from) + " needs migrating to " +
+                     std::to_string(kStoreSchemaVersion) + ", but the backup " + backup + " cannot be written: " +
+                     describe_sqlite_failure(e) + "; the store is unchanged");
+  }
+  if (::link(tmp.c_str(), backup.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    fail_environment(path_ + ": cannot put the backup in place at " + backup + " (" + why + "); the store is unchanged");
+  }
+  std::remove(tmp.c_str());
+  bool migrated = false;
+  try {
+    sql::Transaction tx(db_);
+    sql::Statement v(db_, "PRAGMA user_version");
+    const std::int64_t now = v.step() ? v.integer(0) : 0;
+    if (now == 1) {
+      sql::exec(db_, "ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT ''");
+      sql::exec(db_, "ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0");
+      sql::exec(db_, "PRAGMA user_version = 2");
+      migrated = true;
+    }
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": migrating from schema " + std::to_string(from) + " failed: " + describe_sqlite_failure(e) +
+                     "; the store is unchanged (backup: " + backup + ")");
+  }
+  if (migrated) {
+    notice_ = path_ + ": migrated from schema " + std::to_string(from) + " to " + std::to_string(kStoreSchemaVersion) +
+              "; the store as it was is kept in " + backup;
+  } else {
+    std::remove(backup.c_str());
+  }
+  schema_ = kStoreSchemaVersion;
+}
+
+// The last link of a run's chain as stored: its last case row's last trial (or the case row
+// itself when it has no trials), and the sequence number the next case row gets.
+Store::ChainState Store::stored_chain(sqlite3* db, const std::string& run_id) {
+  sql::Statement c(db, "SELECT seq, chain, case_id FROM case_runs WHERE run_id = ? ORDER BY seq DESC LIMIT 1");
+  c.bind(1, run_id);
+  if (!c.step()) return {0, chain_start(run_id)};
+  ChainState st{c.integer(0) + 1, c.text(1)};
+  sql::Statement t(db, "SELECT chain FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial DESC LIMIT 1");
+  t.bind(1, run_id).bind(2, c.text(2));
+  if (t.step()) st.last = t.text(0);
+  return st;
+}
+
+// A run left 'running' by a process that died (SIGKILL, OOM, power) is interrupted: its rows up
+// to the last committed case are evidence, its chain is closed there. The check and the update
+// happen under the write lock and while holding the run's lease, so a process resuming the run
+// at the same moment cannot be overruled.
+void Store::mark_dead_runs_interrupted() {
+  try {
+    std::vector<std::string> running;
+    {
+      sql::Statement s(db_, "SELECT id FROM runs WHERE state = 'running'");
+      while (s.step()) running.push_back(s.text(0));
+    }
+    if (running.empty()) return;
+    sql::Transaction tx(db_);
+    for (const auto& id : running) {
+      RunLease lease;
+      if (!lease.acquire(path_, id)) continue;  // alive
+      const ChainState st = stored_chain(db_, id);
+      sql::Statement(db_, "UPDATE runs SET state = 'interrupted', finished_at = coalesce(finished_at, ?), chain_root = ?"
+                          " WHERE id = ? AND state = 'running'")
+          .bind(1, utc_now()).bind(2, st.last).bind(3, id).run();
+    }
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot mark runs of dead processes interrupted: " + describe_sqlite_failure(e));
+  }
 }
 
 Store::~Store() {
@@ -224,6 +356,10 @@ std::string Store::canonical_trial(const std::string& run_id, const std::string&
 }
 
 std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
+  // The lease before the row: nobody may see the run 'running' while no one holds it.
+  RunLease lease;
+  if (!lease.acquire(path_, info.id)) fail_environment(path_ + ": run id " + info.id + " is already in use");
+  leases_[info.id] = std::move(lease);
   chains_[info.id] = {0, chain_start(info.id)};
   try {
     sql::Transaction tx(db_);
@@ -231,15 +367,67 @@ std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
         .bind(1, fp.id).bind(2, fp.canonical()).run();
     sql::Statement(db_,
                    "INSERT INTO runs(id, fingerprint_id, state, started_at, host, gpu_uuids, d9m_version, d9m_commit,"
-                   " catalog_digest, trials_per_case, threads, arguments) VALUES (?,?, 'running', ?,?,?,?,?,?,?,?,?)")
+                   " catalog_digest, trials_per_case, threads, arguments, plan_digest)"
+                   " VALUES (?,?, 'running', ?,?,?,?,?,?,?,?,?,?)")
         .bind(1, info.id).bind(2, fp.id).bind(3, info.started_at).bind(4, info.host).bind(5, info.gpu_uuids)
         .bind(6, d9m_version()).bind(7, d9m_commit()).bind(8, info.catalog_digest)
-        .bind(9, info.trials_per_case).bind(10, info.threads).bind(11, info.arguments).run();
+        .bind(9, info.trials_per_case).bind(10, info.threads).bind(11, info.arguments).bind(12, info.plan_digest).run();
     tx.commit();
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot record the run: " + describe_sqlite_failure(e));
   }
   return info.id;
+}
+
+std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo& info) {
+  try {
+    std::vector<std::string> candidates;
+    {
+      sql::Statement s(db_,
+                       "SELECT id FROM runs WHERE state IN ('interrupted', 'running') AND fingerprint_id = ? AND plan_digest = ?"
+                       " AND plan_digest != '' AND catalog_digest = ? AND trials_per_case = ? AND threads = ?"
+                       " ORDER BY started_at DESC, id");
+      s.bind(1, fp.id).bind(2, info.plan_digest).bind(3, info.catalog_digest).bind(4, info.trials_per_case).bind(5, info.threads);
+      while (s.step()) candidates.push_back(s.text(0));
+    }
+    for (const auto& id : candidates) {
+      RunLease lease;
+      if (!lease.acquire(path_, id)) continue;  // another process is running or resuming it
+      ResumedRun r;
+      r.id = id;
+      sql::Transaction tx(db_);
+      sql::Statement(db_, "UPDATE runs SET state = 'running', finished_at = NULL, chain_root = NULL, resumes = resumes + 1"
+                          " WHERE id = ? AND state IN ('interrupted', 'running')")
+          .bind(1, id).run();
+      if (sqlite3_changes(db_) != 1) continue;  // finished meanwhile
+      sql::Statement n(db_, "SELECT resumes FROM runs WHERE id = ?");
+      n.bind(1, id);
+      if (n.step()) r.resumes = n.integer(0);
+      sql::Statement d(db_,
+                       "SELECT c.op, c.config, c.config_id, c.variant, cr.status, cr.claim_determinism, cr.trials,"
+                       " cr.distinct_digests FROM case_runs cr JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ?"
+                       " ORDER BY cr.seq");
+      d.bind(1, id);
+      while (d.step()) {
+        StoredCase sc{d.text(0), d.text(1), d.text(2), d.text(3), {}};
+        sc.cr.status = status_from_string(d.text(4));
+        sc.cr.claim_determinism = d.text(5);
+        sc.cr.trials = d.integer(6);
+        sc.cr.distinct = d.integer(7);
+        r.done.push_back(std::move(sc));
+      }
+      const ChainState chain = stored_chain(db_, id);
+      tx.commit();
+      chains_[id] = chain;
+      leases_[id] = std::move(lease);
+      return r;
+    }
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot resume a run: " + describe_sqlite_failure(e));
+  } catch (const std::invalid_argument& e) {
+    fail_environment(path_ + ": cannot resume a run: " + e.what());
+  }
+  return std::nullopt;
 }
 
 void Store::finish_run(const std::string& run_id, const std::string& state) {
@@ -250,6 +438,7 @@ void Store::finish_run(const std::string& run_id, const std::string& state) {
     sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ?")
         .bind(1, state).bind(2, utc_now()).bind(3, root).bind(4, run_id).run();
     tx.commit();
+    leases_.erase(run_id);
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot finish the run: " + describe_sqlite_failure(e));
   }

@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "harness/fingerprint.h"
+#include "harness/run_lease.h"
 
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 
 enum class Status { deterministic, nondeterministic, error, unsupported, skipped };
 std::string to_string(Status s);      // "DETERMINISTIC", ...
@@ -62,6 +63,19 @@ struct RunInfo {
   std::string catalog_digest;
   std::int64_t trials_per_case = 0;
   std::int64_t threads = 0;
+  std::string plan_digest;  // what --resume matches: see runner.cpp plan_digest()
+};
+
+// A case an interrupted run had already stored, as resuming it needs to know.
+struct StoredCase {
+  std::string op, config, config_id, variant;
+  CaseRunRecord cr;
+};
+
+struct ResumedRun {
+  std::string id;
+  std::int64_t resumes = 0;  // including this one
+  std::vector<StoredCase> done;
 };
 
 class Store {
@@ -70,16 +84,31 @@ class Store {
 
   // Opens or (read_write) creates a store. Anything that is not a d9m store of a schema this
   // build understands is refused with Error(environment) before a single byte is written.
+  // read_write also migrates an older schema forward (after a backup: see notice()) and marks
+  // interrupted every 'running' run whose process is gone (RunLease).
   static Store open(const std::string& path, Mode mode);
 
-  Store(Store&& o) noexcept : db_(o.db_), path_(std::move(o.path_)), chains_(std::move(o.chains_)) { o.db_ = nullptr; }
+  Store(Store&& o) noexcept
+      : db_(o.db_), path_(std::move(o.path_)), schema_(o.schema_), notice_(std::move(o.notice_)),
+        chains_(std::move(o.chains_)), leases_(std::move(o.leases_)) {
+    o.db_ = nullptr;
+  }
   Store& operator=(Store&&) = delete;
   ~Store();
 
   sqlite3* db() const { return db_; }
   const std::string& path() const { return path_; }
+  int schema_version() const { return schema_; }  // a read-only store may be older than this build
+  const std::string& notice() const { return notice_; }  // what open() did that a user should know
+
+  // Whether the run is really running: its state says so and its writer still holds the lease.
+  bool run_alive(const std::string& run_id) const { return RunLease::taken(path_, run_id); }
 
   std::string begin_run(const Fingerprint& fp, const RunInfo& info);  // returns the run id
+  // Takes over the newest interrupted run of the same stack and plan (info's catalogue digest,
+  // N, threads and plan digest), marks it running again and returns what it already holds; the
+  // hash chain goes on from its last stored row. Empty when there is none.
+  std::optional<ResumedRun> resume_run(const Fingerprint& fp, const RunInfo& info);
   void finish_run(const std::string& run_id, const std::string& state);
   void put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
                 const std::vector<TrialRecord>& trials);
@@ -96,17 +125,26 @@ class Store {
   static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
 
  private:
-  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {}
+  void migrate();
+  void mark_dead_runs_interrupted();
   sqlite3* db_;
   std::string path_;
+  int schema_;
+  std::string notice_;
   struct ChainState {
     std::int64_t next_seq = 0;
     std::string last;
   };
+  static ChainState stored_chain(sqlite3* db, const std::string& run_id);
   std::map<std::string, ChainState> chains_;  // runs this process writes
+  std::map<std::string, RunLease> leases_;    // their leases, held until they finish
 };
 
 std::string utc_now();          // ISO 8601, seconds, "Z"
 std::string random_run_id();    // 32 hex digits from the OS's random source
+
+// The name of a network file system type (statfs f_type), on which WAL stores are refused.
+std::optional<std::string> network_filesystem_name(std::int64_t f_type);
 
 }  // namespace d9m

@@ -1,4 +1,4 @@
--- d9m store, schema version 1. user_version and application_id are set by the code.
+-- d9m store, schema version 2 (Store::open migrates version 1 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -17,7 +17,10 @@ CREATE TABLE runs (
   trials_per_case INTEGER NOT NULL CHECK (trials_per_case > 0),
   threads         INTEGER NOT NULL,
   arguments       TEXT NOT NULL,       -- JSON of the command line
-  chain_root      TEXT                 -- last link of the run's hash chain, set when the run ends
+  chain_root      TEXT,                -- last link of the run's hash chain, set when the run ends
+  -- schema 2 (added by ALTER TABLE when migrating, hence last and with defaults):
+  plan_digest     TEXT NOT NULL DEFAULT '',   -- SHA-256 of the planned cases, N and threads: what --resume matches
+  resumes         INTEGER NOT NULL DEFAULT 0  -- how often the run was resumed after an interruption
 );
 CREATE TABLE cases (
   id           TEXT PRIMARY KEY,       -- SHA-256 of the other columns

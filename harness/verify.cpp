@@ -45,7 +45,11 @@ VerifyReport verify_store(const Store& store) {
         ++v.runs;
         run_state[s.text(0)] = s.text(1);
         trials_per_case[s.text(0)] = s.integer(2);
-        if (s.text(1) == "running") v.notes.push_back("run " + s.text(0) + " is marked running (still going, or it died)");
+        if (s.text(1) == "running")
+          v.notes.push_back("run " + s.text(0) +
+                            (store.run_alive(s.text(0)) ? " is running (its process holds the run lease)"
+                                                        : " is marked running but its process is gone: it was interrupted; "
+                                                          "`d9m run --resume` continues it, any write to the store marks it"));
       }
     }
     // Each case row of a run against its trials.

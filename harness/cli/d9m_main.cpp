@@ -132,7 +132,8 @@ int main_impl(int argc, char** argv) {
   std::vector<std::string> ops, variants, configs, stacks, merge_inputs;
   std::string diff_a, diff_b, baseline_file, report_file, key_file, attestation_file, pubkey_file;
   double timing_tolerance = 0.25;
-  bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false, no_canaries = false;
+  bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false, no_canaries = false,
+       resume = false;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -159,6 +160,8 @@ int main_impl(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "print no status table at the end");
   run->add_flag("--no-canaries", no_canaries, "leave out the deterministic and nondeterministic controls");
   run->add_flag("--ctest", ctest, "exit 77 (CTest's skip) when every selected case was SKIPPED");
+  run->add_flag("--resume", resume,
+                "continue the newest interrupted run of the same cases, N and threads (a new run if there is none)");
 
   auto* report = app.add_subcommand("report", "render the evidence in a store");
   report->add_option("--db", db, "store file");
@@ -213,7 +216,9 @@ int main_impl(int argc, char** argv) {
     const Selection sel{backend, ops, variants, configs};
     const auto cases = plan_cases(cat, Registry::global(), sel);
     Store store = Store::open(db, Store::Mode::read_write);
+    if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
     RunOptions opt;
+    opt.resume = resume;
     opt.trials = trials;
     opt.threads = threads;
     opt.progress = isatty(STDERR_FILENO) != 0;
@@ -224,9 +229,14 @@ int main_impl(int argc, char** argv) {
     std::signal(SIGTERM, on_signal);
     const RunSummary s = run_audit(cat, cases, store, opt);
     if (!quiet) std::cout << render_markdown(load_report_data(store, s.run_id));
+    if (s.resumes > 0)
+      std::fprintf(stderr, "d9m: resumed run %s (resumption %lld): %lld cases were stored before, kept as they are\n",
+                   s.run_id.c_str(), static_cast<long long>(s.resumes), static_cast<long long>(s.resumed_cases));
+    else if (resume)
+      std::fprintf(stderr, "d9m: --resume: no interrupted run of these cases, N and threads; started a new run\n");
     std::fprintf(stderr, "d9m: run %s: %lld cases into %s\n", s.run_id.c_str(), static_cast<long long>(s.cases), db.c_str());
     if (s.interrupted) {
-      std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store\n");
+      std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store (`d9m run --resume` with the same arguments continues it)\n");
       return 130;
     }
     for (const auto& b : s.broken_claims) std::fprintf(stderr, "d9m: claim broken: %s\n", b.c_str());
