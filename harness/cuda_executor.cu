@@ -62,6 +62,8 @@ class CudaExecutor final : public Executor {
     return lost_ ? lost_ : why_;
   }
 
+  bool device_lost() const override { return lost_.has_value(); }
+
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                   bool keep_first_output, const TrialCallback& after_trial) override {
     try {

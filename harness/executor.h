@@ -38,6 +38,8 @@ class Executor {
   virtual std::optional<std::string> unavailable() const = 0;
   virtual CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
                           std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial) = 0;
+  // After a sticky error the device (its context) is unusable for the rest of this process.
+  virtual bool device_lost() const { return false; }
 };
 
 std::unique_ptr<Executor> make_cpu_executor(unsigned threads);

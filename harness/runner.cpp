@@ -13,7 +13,9 @@
 #include "harness/executor.h"
 #include "harness/fingerprint.h"
 #include "harness/inputs.h"
+#include "harness/case_exec.h"
 #include "harness/npy.h"
+#include "harness/worker.h"
 
 namespace d9m {
 
@@ -70,27 +72,6 @@ class Progress {
   std::int64_t cases_;
   Clock::time_point start_, last_{};
 };
-
-struct PreparedConfig {
-  std::vector<HostTensor> inputs;
-  std::string input_digest;
-};
-
-void save_config(const std::string& dir, const CatalogConfig& cc, const PreparedConfig& prep) {
-  const std::string base = dir + "/" + cc.op->name + "/" + cc.name;
-  make_dirs(base + "/inputs");
-  nlohmann::json inputs = nlohmann::json::array();
-  for (const auto& t : prep.inputs) {
-    write_npy(base + "/inputs/" + t.desc().name + ".npy", t.desc(), t.data());
-    inputs.push_back({{"name", t.desc().name}, {"dtype", dtype_name(t.desc().dtype)}, {"shape", t.desc().shape}});
-  }
-  const nlohmann::json j = {{"op", cc.op->name},   {"config", cc.name},        {"config_id", cc.config_id},
-                            {"params", cc.params_json}, {"seed", cc.seed},     {"input_digest", prep.input_digest},
-                            {"inputs", inputs},
-                            {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
-                                        {"shape", cc.problem.output.shape}}}};
-  write_file_atomically(base + "/config.json", json_text(j, 2) + "\n");
-}
 
 }  // namespace
 
@@ -196,9 +177,17 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     summary.run_id = store.begin_run(fp, info);
   }
 
-  std::map<Backend, std::unique_ptr<Executor>> executors;
-  executors[Backend::cpu] = make_cpu_executor(opt.threads);
-  executors[Backend::cuda] = make_cuda_executor();
+  // Cases run in a worker process (isolation) when the caller names the executable to start;
+  // otherwise here, in this process.
+  std::unique_ptr<Worker> worker;
+  std::unique_ptr<CaseHost> host;
+  if (!opt.worker_executable.empty()) {
+    worker = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, opt.catalog_path, cat.digest, opt.threads,
+                                                    opt.case_timeout_s});
+  } else {
+    host = std::make_unique<CaseHost>(opt.threads);
+  }
+  const Catalog& controls = canary_catalog(Registry::global());
 
   Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
   // A run that stops on an environment error (store full, outputs folder gone) is marked
@@ -215,7 +204,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
       }
     }
   } guard{store, summary.run_id};
-  std::map<const CatalogConfig*, PreparedConfig> prepared;  // inputs are made once per config
+  std::map<const CatalogConfig*, std::string> digests_made_here;  // when a worker died before sending one
   std::int64_t index = 0;
   for (const auto& pc : cases) {
     if (g_stop.load()) break;
@@ -228,13 +217,26 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
     progress.show(index, label, 0, opt.trials);
 
-    auto [it, fresh] = prepared.try_emplace(&cc);
-    if (fresh) {
-      it->second.inputs = make_inputs(*cc.op, cc.problem, cc.seed);
-      it->second.input_digest = input_digest(it->second.inputs);
-      if (opt.save_outputs) save_config(*opt.save_outputs, cc, it->second);
+    const CaseRequest req{&cc, &v, opt.trials, opt.save_outputs};
+    const TrialCallback after_trial = [&](std::int64_t trials_done, std::int64_t total) {
+      progress.show(index, label, trials_done, total);
+      return !g_stop.load();
+    };
+    std::optional<CaseExecution> res;
+    if (worker) {
+      const bool control = &cc == &controls.configs.front();
+      const auto config_index = control ? 0 : static_cast<std::int64_t>(&cc - cat.configs.data());
+      res = worker->run(req, control, config_index, after_trial, [] { return g_stop.load(); });
+    } else {
+      res = host->run(req, nullptr, after_trial);
     }
-    const PreparedConfig& prep = it->second;
+    if (!res || g_stop.load()) break;  // a case cut short is not evidence: it is not stored
+    if (res->input_digest.empty()) {
+      // The worker died before it had made the inputs: the case still needs its identity.
+      auto [it, fresh] = digests_made_here.try_emplace(&cc);
+      if (fresh) it->second = input_digest(make_inputs(*cc.op, cc.problem, cc.seed));
+      res->input_digest = it->second;
+    }
 
     CaseRecord rec;
     rec.op = cc.op->name;
@@ -244,7 +246,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     rec.config_id = cc.config_id;
     rec.params = json_text(cc.params_json);
     rec.seed = cc.seed;
-    rec.input_digest = prep.input_digest;
+    rec.input_digest = res->input_digest;
     rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
     rec.output_shape = shape_string(cc.problem.output.shape);
     rec.id = Store::case_id(rec);
@@ -254,35 +256,31 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     cr.claim_source = to_string(v.claim.source);
     cr.claim_reason = v.claim.reason;
     cr.claim_bit_equal_to = v.bit_equal_to;
+    cr.detail = res->detail;
     std::vector<TrialRecord> trials;
-
-    Executor& ex = *executors.at(v.backend);
-    if (auto why = ex.unavailable()) {
-      cr.status = Status::skipped;
-      cr.detail = *why;
-    } else if (auto unsupported = v.unsupported ? v.unsupported(cc.problem) : std::nullopt) {
-      cr.status = Status::unsupported;
-      cr.detail = *unsupported;
-    } else {
-      try {
-        CaseOutcome out = ex.run(v, cc.problem, prep.inputs, opt.trials, opt.save_outputs.has_value(),
-                                 [&](std::int64_t trials_done, std::int64_t total) {
-                                   progress.show(index, label, trials_done, total);
-                                   return !g_stop.load();
-                                 });
-        if (g_stop.load()) break;  // a case cut short is not evidence: it is not stored
-        if (out.claim) {
-          cr.claim_determinism = to_string(out.claim->determinism);
-          cr.claim_source = to_string(out.claim->source);
-          cr.claim_reason = out.claim->reason;
+    switch (res->kind) {
+      case CaseExecution::Kind::skipped: cr.status = Status::skipped; break;
+      case CaseExecution::Kind::unsupported: cr.status = Status::unsupported; break;
+      case CaseExecution::Kind::error: cr.status = Status::error; break;
+      case CaseExecution::Kind::ran: {
+        if (res->claim) {
+          cr.claim_determinism = to_string(res->claim->determinism);
+          cr.claim_source = to_string(res->claim->source);
+          cr.claim_reason = res->claim->reason;
         }
         std::vector<std::string> digests;
         std::vector<std::int64_t> times;
-        for (std::size_t t = 0; t < out.trials.size(); ++t) {
-          const auto& r = out.trials[t];
+        for (std::size_t t = 0; t < res->trials.size(); ++t) {
+          const auto& r = res->trials[t];
           trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
           digests.push_back(r.digest);
           times.push_back(r.elapsed_ns);
+        }
+        if (trials.size() != static_cast<std::size_t>(opt.trials)) {
+          cr.status = Status::error;
+          cr.detail = "the case returned " + std::to_string(trials.size()) + " of " + std::to_string(opt.trials) + " trials";
+          trials.clear();
+          break;
         }
         std::sort(digests.begin(), digests.end());
         cr.distinct = std::unique(digests.begin(), digests.end()) - digests.begin();
@@ -292,19 +290,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
         cr.median_ns = times.size() % 2 ? times[times.size() / 2]
                                         : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
         cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
-        if (opt.save_outputs && out.first_output)
-          write_npy(*opt.save_outputs + "/" + cc.op->name + "/" + cc.name + "/" + v.name + ".npy",
-                    cc.problem.output, out.first_output->data());
-      } catch (const Error&) {
-        throw;
-      } catch (const Unsupported& e) {
-        cr.status = Status::unsupported;
-        cr.detail = e.what();
-        trials.clear();
-      } catch (const std::exception& e) {
-        cr.status = Status::error;
-        cr.detail = e.what();
-        trials.clear();
+        break;
       }
     }
     store.put_case(summary.run_id, rec, cr, trials);

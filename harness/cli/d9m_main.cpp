@@ -19,6 +19,7 @@
 #include "harness/npy.h"
 #include "harness/report.h"
 #include "harness/runner.h"
+#include "harness/worker.h"
 #include "harness/store.h"
 #include "harness/verify.h"
 
@@ -121,6 +122,14 @@ std::string render(const ReportData& data, const std::string& format, bool audit
 
 extern "C" void on_signal(int) { request_stop(); }
 
+// This binary, for starting worker processes of the same build.
+std::string self_executable() {
+  std::vector<char> buf(4096);
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
+  return std::string(buf.data(), static_cast<std::size_t>(n));
+}
+
 }  // namespace
 
 int main_impl(int argc, char** argv) {
@@ -133,7 +142,10 @@ int main_impl(int argc, char** argv) {
   std::string diff_a, diff_b, baseline_file, report_file, key_file, attestation_file, pubkey_file;
   double timing_tolerance = 0.25;
   bool as_json = false, cases_only = false, quiet = false, ctest = false, audit = false, no_canaries = false,
-       resume = false;
+       resume = false, no_isolation = false;
+  double case_timeout = 300;
+  std::string worker_digest;
+  int worker_parent = 0;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
 
@@ -160,8 +172,20 @@ int main_impl(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "print no status table at the end");
   run->add_flag("--no-canaries", no_canaries, "leave out the deterministic and nondeterministic controls");
   run->add_flag("--ctest", ctest, "exit 77 (CTest's skip) when every selected case was SKIPPED");
+  run->add_option("--timeout", case_timeout,
+                  "watchdog: a case whose next trial takes longer than this many seconds is stopped and is an ERROR")
+      ->check(CLI::Range(0.1, 1e7));
+  run->add_flag("--no-isolation", no_isolation,
+                "run cases in this process, not in a worker process (for debuggers; a crash then ends the run)");
   run->add_flag("--resume", resume,
                 "continue the newest interrupted run of the same cases, N and threads (a new run if there is none)");
+
+  // The worker process of `d9m run` (harness/worker.h): not for people, hence hidden.
+  auto* worker = app.add_subcommand("_worker", "")->group("");
+  worker->add_option("--catalog", catalog_path);
+  worker->add_option("--catalog-digest", worker_digest)->required();
+  worker->add_option("--threads", threads);
+  worker->add_option("--parent", worker_parent)->required();
 
   auto* report = app.add_subcommand("report", "render the evidence in a store");
   report->add_option("--db", db, "store file");
@@ -211,6 +235,7 @@ int main_impl(int argc, char** argv) {
 
   if (*list) return cmd_list(catalog_path, backend, ops, as_json, cases_only);
   if (*fpc) return cmd_fingerprint(as_json);
+  if (*worker) return worker_main(load_catalog(catalog_path), threads, worker_digest, static_cast<pid_t>(worker_parent));
   if (*run) {
     const Catalog cat = load_catalog(catalog_path);
     const Selection sel{backend, ops, variants, configs};
@@ -219,6 +244,9 @@ int main_impl(int argc, char** argv) {
     if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
     RunOptions opt;
     opt.resume = resume;
+    opt.catalog_path = catalog_path;
+    opt.case_timeout_s = case_timeout;
+    if (!no_isolation) opt.worker_executable = self_executable();
     opt.trials = trials;
     opt.threads = threads;
     opt.progress = isatty(STDERR_FILENO) != 0;

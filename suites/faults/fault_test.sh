@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Isolation (issue 5): cases run in worker processes with a watchdog, so a case that segfaults,
+# aborts, hangs, exits or throws is an ERROR with its reason and the run goes on; without
+# isolation the same abort ends the run (and leaves it interrupted, resumable). On a machine with
+# a GPU, a sticky CUDA error costs only its case: the next GPU case gets a fresh context.
+# Usage: fault_test.sh path/to/d9m_with_faults path/to/d9m
+set -u
+FAULTY=$(realpath "$1")
+D9M=$(realpath "$2")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+cat > "$T/cat.json" << 'JSON'
+{"schema": "d9m.catalog/1", "configs": [
+  {"op": "bias_add_grad", "name": "first", "params": {"n": 1, "h": 4, "w": 4, "c": 8}},
+  {"op": "bias_add_grad", "name": "second", "params": {"n": 2, "h": 4, "w": 4, "c": 8}}]}
+JSON
+
+# d9m itself has none of these variants.
+"$D9M" list --json --catalog "$T/cat.json" | grep -q '"test\.' && fail "d9m (not the test build) lists fault variants"
+
+start=$(date +%s)
+"$FAULTY" run --catalog "$T/cat.json" --variant 'cpu.serial' --variant '*.ordered' --variant 'test.*' -n 4 --timeout 2 \
+  --db "$T/s.sqlite" -q > /dev/null 2> "$T/err"
+rc=$?
+((rc == 0)) || { cat "$T/err"; fail "the run with faults exited $rc, expected 0 (ERROR cases break no claim)"; }
+echo "run with faults: $(($(date +%s) - start)) s"
+"$FAULTY" report --db "$T/s.sqlite" --format json -o "$T/r.json" || fail "report"
+"$D9M" verify --db "$T/s.sqlite" > "$T/v" || { cat "$T/v"; fail "verify"; }
+python3 - "$T/r.json" << 'PY' || fail "statuses and reasons"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+got = {(x["config"], x["variant"]): x for x in r["results"]}
+expect = {
+    "test.segfault": r"worker process (was killed by signal 11 \(Segmentation fault\)|exited with status|was killed by signal 6)",
+    "test.abort": r"worker process was killed by signal 6 \(Aborted\)",
+    "test.hang": r"watchdog: no trial finished within 2 s \(1 of 4 done\); the worker process was killed",
+    "test.exit": r"worker process exited with status 0 while running the case \(1 of 4 trials done\)",
+    "test.throw": r"injected failure",
+}
+gpu = ("first", "cuda.ordered") in got and got[("first", "cuda.ordered")]["status"] != "SKIPPED"
+if gpu:
+    expect["test.cuda_sticky"] = r"cudaErrorIllegalAddress"
+for config in ("first", "second"):  # the second config's cases ran after every fault of the first
+    assert got[(config, "cpu.serial")]["status"] == "DETERMINISTIC", (config, got[(config, "cpu.serial")])
+    if gpu:
+        # after the sticky error, a fresh worker (and context) runs the next GPU case
+        assert got[(config, "cuda.ordered")]["status"] == "DETERMINISTIC", (config, got[(config, "cuda.ordered")])
+    for variant, pattern in expect.items():
+        x = got[(config, variant)]
+        assert x["status"] == "ERROR", (config, variant, x["status"])
+        assert re.search(pattern, x["detail"]), (config, variant, x["detail"])
+        assert x["trials"] == 0, (config, variant, x["trials"])
+print("every fault is an ERROR with its reason; the cases after them ran" + (" (GPU included)" if gpu else " (no GPU: CPU faults only)"))
+PY
+
+# Without isolation the abort takes the whole run down: what isolation is for. The store still
+# holds the cases before it, and the run reads as interrupted and resumes.
+"$FAULTY" run --catalog "$T/cat.json" --backend cpu --variant 'cpu.serial' --variant 'test.abort' -n 4 --no-isolation \
+  --db "$T/n.sqlite" -q > /dev/null 2> "$T/err"
+rc=$?
+((rc == 134)) || fail "--no-isolation with test.abort exited $rc, expected 134 (SIGABRT)"
+"$FAULTY" verify --db "$T/n.sqlite" > "$T/v" 2>&1 || { cat "$T/v"; fail "verify after the in-process abort"; }
+grep -q "interrupted" "$T/v" || { cat "$T/v"; fail "the aborted run does not read as interrupted"; }
+
+exit $((failures > 0))

@@ -1,0 +1,65 @@
+// Fault-injecting variants of bias_add_grad, compiled only into d9m_with_faults (the test build
+// of the CLI), never into d9m: they exist to prove that isolation contains what a broken kernel
+// can do to the process that runs it. Each runs the real cpu.serial op on its first trial and
+// fails on its second, so the failure strikes a case that has already started.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "kernels/registry.h"
+
+namespace d9m::faults {
+
+namespace {
+
+// The trial number within this process (a fresh worker starts at 0).
+bool second_trial(std::atomic<int>& calls) { return calls.fetch_add(1) == 1; }
+
+void serial(const KernelArgs& a) { Registry::global().find_variant("bias_add_grad", "cpu.serial")->run(a); }
+
+Claim fault_claim(const char* what) {
+  return Claim{Determinism::deterministic, ClaimSource::design, std::string("fault injection: ") + what + " on trial 2"};
+}
+
+std::atomic<int> segfault_calls{0}, abort_calls{0}, hang_calls{0}, exit_calls{0}, throw_calls{0};
+
+}  // namespace
+
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.segfault", .backend = Backend::cpu,
+                      .claim = fault_claim("a write to an unmapped address"),
+                      .run = [](const KernelArgs& a) {
+                        serial(a);
+                        volatile std::uintptr_t unmapped = 64;  // volatile: no compiler can prove it invalid
+                        if (second_trial(segfault_calls)) *reinterpret_cast<volatile int*>(unmapped) = 1;
+                      }});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.abort", .backend = Backend::cpu,
+                      .claim = fault_claim("abort()"),
+                      .run = [](const KernelArgs& a) {
+                        serial(a);
+                        if (second_trial(abort_calls)) std::abort();
+                      }});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.hang", .backend = Backend::cpu,
+                      .claim = fault_claim("a hang"),
+                      .run = [](const KernelArgs& a) {
+                        serial(a);
+                        if (second_trial(hang_calls))
+                          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+                      }});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.exit", .backend = Backend::cpu,
+                      .claim = fault_claim("the process exiting with status 0"),
+                      .run = [](const KernelArgs& a) {
+                        serial(a);
+                        if (second_trial(exit_calls)) std::_Exit(0);
+                      }});
+D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.throw", .backend = Backend::cpu,
+                      .claim = fault_claim("an exception"),
+                      .run = [](const KernelArgs& a) {
+                        serial(a);
+                        if (second_trial(throw_calls)) throw std::runtime_error("injected failure");
+                      }});
+
+}  // namespace d9m::faults
