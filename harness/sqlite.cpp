@@ -1,11 +1,19 @@
 #include "harness/sqlite.h"
 
+#include <cstring>
+
 namespace d9m::sql {
 
 namespace {
+// The operating system's reason for an I/O failure ("No space left on device", "File too
+// large"): SQLite's own message for those is only "disk I/O error".
+std::string os_reason(sqlite3* db) {
+  const int e = db ? sqlite3_system_errno(db) : 0;
+  return e ? std::string(" (") + std::strerror(e) + ")" : "";
+}
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
   throw Error(sqlite3_extended_errcode(db) ? sqlite3_extended_errcode(db) : rc,
-              what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+              what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + os_reason(db));
 }
 }  // namespace
 
@@ -65,7 +73,7 @@ void exec(sqlite3* db, const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string m = msg ? msg : sqlite3_errstr(rc);
     sqlite3_free(msg);
-    throw Error(sqlite3_extended_errcode(db), "executing \"" + sql.substr(0, 80) + "\": " + m);
+    throw Error(sqlite3_extended_errcode(db), "executing \"" + sql.substr(0, 80) + "\": " + m + os_reason(db));
   }
 }
 

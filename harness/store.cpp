@@ -92,7 +92,7 @@ std::string describe_sqlite_failure(const sql::Error& e) {
     case SQLITE_CANTOPEN: return "cannot be opened";
     case SQLITE_READONLY: return "is read-only";
     case SQLITE_FULL: return "cannot be written: the disk or database is full";
-    case SQLITE_IOERR: return "cannot be read or written (I/O error)";
+    case SQLITE_IOERR: return std::string("cannot be read or written (I/O error: ") + e.what() + ")";
     case SQLITE_PERM: return "cannot be accessed (permission denied)";
     default: return std::string("cannot be used (") + e.what() + ")";
   }

@@ -50,6 +50,8 @@ VerifyReport verify_store(const Store& store) {
                             (store.run_alive(s.text(0)) ? " is running (its process holds the run lease)"
                                                         : " is marked running but its process is gone: it was interrupted; "
                                                           "`d9m run --resume` continues it, any write to the store marks it"));
+        if (s.text(1) == "interrupted")
+          v.notes.push_back("run " + s.text(0) + " was interrupted: its rows up to then are evidence; `d9m run --resume` continues it");
       }
     }
     // Each case row of a run against its trials.

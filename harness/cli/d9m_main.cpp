@@ -346,6 +346,9 @@ int main_impl(int argc, char** argv) {
 }  // namespace d9m
 
 int main(int argc, char** argv) {
+  // Past a file size limit (ulimit -f) a write must fail with EFBIG, which the store reports and
+  // survives, instead of SIGXFSZ killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return d9m::main_impl(argc, argv);
   } catch (const d9m::Error& e) {

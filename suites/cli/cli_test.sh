@@ -220,5 +220,22 @@ json.dump(env, open('$T/forged.json', 'w'))"
   check "unsigned envelope" 1 $? "$T/stdout" "no signature verifies"
 fi
 
+# --- a full disk mid-run (a file size limit stands in): exit 3 naming it, nothing half-written,
+# the cases before it kept, and --resume finishes the run once there is room -------------------
+(ulimit -f 200; "$D9M" run --backend cpu -n 50 --threads 1 -q --db "$T/full.sqlite" 2> "$T/err"); check "disk full" 3 $? "$T/err" "cannot store case .*: cannot be (read or written|written)"
+"$D9M" verify --db "$T/full.sqlite" > "$T/v"; check "verify after a full disk" 0 $? "$T/v" "interrupted"
+"$D9M" run --backend cpu -n 50 --threads 1 -q --resume --db "$T/full.sqlite" 2> "$T/err"; check "resume after a full disk" 0 $? "$T/err" "resumed run"
+q "
+import sqlite3
+db = sqlite3.connect('$T/full.sqlite')
+assert db.execute('select state, resumes from runs').fetchall() == [('complete', 1)]
+assert db.execute('select count(*) from trials').fetchone()[0] == 50 * db.execute('select count(*) from case_runs').fetchone()[0]
+"; check "the resumed run is whole" 0 $?
+# --- WAL on a network file system is refused (only where the test machine has one mounted) ----
+nfs=$(awk '$3 ~ /^(nfs|nfs4|cifs|smb3)$/ {print $2; exit}' /proc/mounts)
+if [[ -n $nfs && -w $nfs ]]; then
+  "$D9M" run "${SMALL[@]}" -n 2 --db "$nfs/d9m-test-$$.sqlite" 2> "$T/err"; check "network file system" 3 $? "$T/err" "network file system"
+fi
+
 echo "$pass passed, $failures failed"
 [[ $failures == 0 ]]

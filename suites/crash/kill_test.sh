@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Crash safety and --resume (issue 5): SIGKILL a run at random moments (D9M_KILL_ROUNDS, default
-# 50), spread over the whole length of an uninterrupted run, and every few rounds kill the resume
+# 50 that hit a run in progress), spread over the whole run, and every fourth time kill the resume
 # too. After each kill the store must pass SQLite's integrity check and show the run interrupted;
 # `d9m run --resume` with the same arguments must complete that same run (no second run), pass
 # `d9m verify`, and give exactly the cases, trial counts and digests of an uninterrupted run
@@ -15,22 +15,39 @@ ARGS=(run --backend cpu -n 4 --threads 2 -q)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# The reference, and how long a whole run takes here (sanitizer builds are slower).
-start=$(date +%s%N)
+# The reference: an uninterrupted run.
 "$D9M" "${ARGS[@]}" --db "$T/ref.sqlite" 2> "$T/err" || { cat "$T/err"; echo "FAIL: the reference run"; exit 1; }
-span_us=$((($(date +%s%N) - start) / 1000))
 "$D9M" report --db "$T/ref.sqlite" --format json -o "$T/ref.json" || exit 1
-echo "an uninterrupted run takes $((span_us / 1000)) ms; killing at random moments within 110% of that"
+CASES=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from case_runs').fetchone()[0])" "$T/ref.sqlite")
+echo "a run stores $CASES cases; each kill lands while a random one of them runs or is being stored"
 
-# kill_at DB MICROSECONDS [--resume]: starts a run and SIGKILLs it after the delay (or lets it end).
+# kill_at DB [--resume]: starts a run and SIGKILLs it at a random moment of its progress: once
+# the store holds k cases (k uniform in [-1, CASES), -1 meaning at once), after a further random 0-3 ms, so that kills
+# fall into set-up, trials and the store's transactions alike. Moments are drawn by progress, not
+# by time, so machine load cannot push them past the end of the run.
 kill_at() {
-  local db=$1 us=$2
-  shift 2
-  "$D9M" "${ARGS[@]}" "$@" --db "$db" 2>> "$T/log" &
-  local pid=$!
-  sleep "$(printf '%d.%06d' $((us / 1000000)) $((us % 1000000)))"
-  kill -9 "$pid" 2> /dev/null
-  wait "$pid" 2> /dev/null
+  local db=$1
+  shift
+  python3 - "$D9M" "$db" "$CASES" "$T/log" "${ARGS[@]}" "$@" << 'PY'
+import random, sqlite3, subprocess, sys, time
+d9m, db, cases, log, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+k, jitter = random.randrange(-1, cases), random.uniform(0, 0.003)  # k = -1: during start-up
+def stored():
+    try:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.01)
+        n = c.execute("select count(*) from case_runs").fetchone()[0]
+        c.close()
+        return n
+    except sqlite3.Error:
+        return -1  # not created yet, or momentarily busy
+with open(log, "a") as err:
+    p = subprocess.Popen([d9m, *args, "--db", db], stdout=subprocess.DEVNULL, stderr=err)
+    while p.poll() is None and stored() < k:
+        time.sleep(0.001)
+    time.sleep(jitter)
+    p.kill()
+    p.wait()
+PY
 }
 
 # check_interrupted DB: integrity, and no run that looks alive.
@@ -80,27 +97,46 @@ assert dup == 0
 PY
 }
 
-resumed=0 fresh=0 finished=0
-for ((i = 1; i <= ROUNDS; i++)); do
-  db=$T/s$i.sqlite
-  us=$(((RANDOM * 32768 + RANDOM) % (span_us * 11 / 10 + 1)))
-  kill_at "$db" "$us"
-  check_after_kill "$db" "round $i (killed at ${us} us)"
-  if ((i % 5 == 0)) && [[ -e $db ]]; then  # kill the resume as well
-    us2=$(((RANDOM * 32768 + RANDOM) % (span_us + 1)))
-    kill_at "$db" "$us2" --resume
-    check_after_kill "$db" "round $i (resume killed at ${us2} us)"
+# state DB: none (killed before the run was recorded), complete, or pending (to resume).
+state() {
+  [[ -e $1 ]] || { echo none; return; }
+  python3 -c "
+import sqlite3, sys
+s = [r[0] for r in sqlite3.connect(sys.argv[1]).execute('select state from runs')]
+print('none' if not s else 'complete' if s == ['complete'] else 'pending')" "$1"
+}
+
+# Rounds go on until ROUNDS kills have hit a run in progress (a kill that came just after the
+# last case does not count), at most 3 x ROUNDS rounds.
+hits=0 early=0 finished=0 round=0
+while ((hits < ROUNDS && round < 3 * ROUNDS)); do
+  round=$((round + 1))
+  db=$T/s$round.sqlite
+  kill_at "$db"
+  check_after_kill "$db" "round $round"
+  case $(state "$db") in
+    complete)
+      finished=$((finished + 1))
+      compare_with_reference "$db" "round $round (not interrupted)"
+      rm -f "$db" "$db"-*
+      continue
+      ;;
+    none) early=$((early + 1)) ;;
+    pending)
+      hits=$((hits + 1))
+      if ((hits % 4 == 0)); then  # kill the resume as well
+        kill_at "$db" --resume
+        check_after_kill "$db" "round $round (resume killed)"
+      fi
+      ;;
+  esac
+  if [[ $(state "$db") != complete ]]; then
+    "$D9M" "${ARGS[@]}" --resume --db "$db" > /dev/null 2> "$T/err" || { cat "$T/err"; fail "round $round: --resume"; continue; }
   fi
-  if [[ -e $db ]] && python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); sys.exit(c.execute(\"select count(*) from runs where state='complete'\").fetchone()[0] != 1)" "$db"; then
-    finished=$((finished + 1))  # killed after the run had ended: nothing to resume
-  else
-    "$D9M" "${ARGS[@]}" --resume --db "$db" > /dev/null 2> "$T/err" || { cat "$T/err"; fail "round $i: --resume"; continue; }
-    if grep -q "resumed run" "$T/err"; then resumed=$((resumed + 1)); else fresh=$((fresh + 1)); fi
-  fi
-  "$D9M" verify --db "$db" > "$T/v" 2>&1 || { cat "$T/v"; fail "round $i: verify after resume"; }
-  compare_with_reference "$db" "round $i"
+  "$D9M" verify --db "$db" > "$T/v" 2>&1 || { cat "$T/v"; fail "round $round: verify after resume"; }
+  compare_with_reference "$db" "round $round"
   rm -f "$db" "$db"-*
 done
-echo "$ROUNDS kills: $resumed runs resumed, $fresh started afresh (killed before the run began), $finished had ended; $failures failures"
-((resumed >= ROUNDS / 2)) || fail "only $resumed of $ROUNDS kills hit a run in progress: the moments are not spread over the run"
+echo "$round rounds: $hits kills hit a run in progress and were resumed, $early came before the run was recorded, $finished after it had ended; $failures failures"
+((hits >= ROUNDS)) || fail "only $hits kills in $round rounds hit a run in progress"
 exit $((failures > 0))

@@ -1,0 +1,243 @@
+// What keeps evidence safe when things go wrong: migration of older stores after a backup, run
+// leases (who is alive), a full disk in the middle of a run, network file systems.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/error.h"
+#include "harness/merge.h"
+#include "harness/results.h"
+#include "harness/run_lease.h"
+#include "harness/sqlite.h"
+#include "harness/store.h"
+#include "harness/verify.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A schema-1 store made by d9m at commit 9f61748 (bias_add_grad, one config, cpu variants and
+// the controls, 3 trials each), kept as the migration's input.
+const std::string kSchema1Store = std::string(D9M_SOURCE_DIR) + "/suites/store/v1-store.sqlite";
+
+class StoreReliabilityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("d9m_reliability_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  static std::int64_t count(const Store& s, const std::string& sql) {
+    sql::Statement st(s.db(), sql);
+    return st.step() ? st.integer(0) : -1;
+  }
+  static std::string contents(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(StoreReliabilityTest, ASchema1StoreIsReadAsItIsAndMigratedForwardAfterABackup) {
+  const std::string p = path("old.sqlite");
+  fs::copy_file(kSchema1Store, p);
+  const std::string original = contents(p);
+  std::vector<std::string> roots_before;
+  {
+    // Read-only: no migration, nothing written, yet every reader works.
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_EQ(s.schema_version(), 1);
+    const ReportData d = load_report_data(s);
+    EXPECT_EQ(d.runs, 1);
+    EXPECT_EQ(d.results.size(), 5u);
+    const VerifyReport v = verify_store(s);
+    EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+    roots_before = v.chain_roots;
+  }
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  EXPECT_EQ(contents(p), original) << "a read-only open changed the file";
+
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
+    EXPECT_NE(s.notice().find("migrated from schema 1 to 2"), std::string::npos) << s.notice();
+    EXPECT_EQ(count(s, "PRAGMA user_version"), 2);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE resumes = 0 AND plan_digest = ''"), 1);
+    const VerifyReport v = verify_store(s);
+    EXPECT_TRUE(v.problems.empty());
+    EXPECT_EQ(v.chain_roots, roots_before) << "migration changed the evidence";
+  }
+  // The backup is the schema-1 store with every row.
+  const std::string backup = p + ".schema1-backup";
+  ASSERT_TRUE(fs::exists(backup));
+  {
+    Store b = Store::open(backup, Store::Mode::read_only);
+    EXPECT_EQ(b.schema_version(), 1);
+    EXPECT_EQ(count(b, "SELECT count(*) FROM trials"), 15);
+    EXPECT_EQ(count(b, "SELECT count(*) FROM case_runs"), 5);
+  }
+  // Opening again migrates nothing and makes no second backup.
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    EXPECT_TRUE(s.notice().empty());
+  }
+  std::size_t backups = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) backups += e.path().string().find("backup") != std::string::npos;
+  EXPECT_EQ(backups, 1u);
+}
+
+TEST_F(StoreReliabilityTest, MergeTakesASchema1SourceWithTheDefaultsOfTheNewColumns) {
+  const std::string src = path("old.sqlite");
+  fs::copy_file(kSchema1Store, src);
+  const MergeSummary m = merge_stores(path("merged.sqlite"), {src});
+  EXPECT_EQ(m.added, 1 + 1 + 5 + 5 + 15);  // fingerprint, run, cases, case rows, trials
+  Store s = Store::open(path("merged.sqlite"), Store::Mode::read_only);
+  EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE resumes = 0 AND plan_digest = ''"), 1);
+  EXPECT_TRUE(verify_store(s).problems.empty());
+  EXPECT_FALSE(fs::exists(src + ".schema1-backup")) << "merge must not migrate (or touch) its inputs";
+}
+
+TEST_F(StoreReliabilityTest, ARunLeaseIsHeldExactlyWhileItsProcessLives) {
+  const std::string store = path("s.sqlite");
+  const std::string run = "0123456789abcdef0123456789abcdef";
+  EXPECT_FALSE(RunLease::taken(store, run)) << "no lease file: nobody holds anything";
+  int ready[2], release[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(release), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    RunLease lease;
+    const char ok = lease.acquire(store, run) ? 'y' : 'n';
+    (void)!::write(ready[1], &ok, 1);
+    char c;
+    (void)!::read(release[0], &c, 1);
+    std::_Exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ASSERT_EQ(ok, 'y');
+  EXPECT_TRUE(RunLease::taken(store, run));
+  EXPECT_FALSE(RunLease::taken(store, "fedcba9876543210fedcba9876543210")) << "another run's lease is another byte";
+  RunLease mine;
+  EXPECT_FALSE(mine.acquire(store, run)) << "two holders of one lease";
+  ::kill(child, SIGKILL);  // dies without releasing anything: the kernel drops the lock
+  int st = 0;
+  ::waitpid(child, &st, 0);
+  EXPECT_FALSE(RunLease::taken(store, run));
+  EXPECT_TRUE(mine.acquire(store, run));
+  EXPECT_TRUE(RunLease::taken(store, run)) << "a second descriptor in the holder's process must see it too";
+}
+
+// A run whose process died is interrupted on the next write, its chain closed at the last stored
+// row; it can then be resumed, and the chain goes on.
+TEST_F(StoreReliabilityTest, ADeadRunIsMarkedInterruptedAndResumes) {
+  const std::string p = path("s.sqlite");
+  const Fingerprint fp = fingerprint_from_json({{"test", 1}});
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 2, 1, "plan"};
+  CaseRecord c{"", "op", "cpu.serial", "cpu", "cfg", "cid", "{}", 1, "in", "float32", "[1]"};
+  c.id = Store::case_id(c);
+  CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", 2, 1, 10, 10};
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    s.begin_run(fp, info);
+    s.put_case(info.id, c, cr, {{0, "aa", 10, std::nullopt}, {1, "aa", 10, std::nullopt}});
+    // The process "dies" here: the Store goes away without finish_run (its lease with it).
+  }
+  {
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_EQ(load_report_data(s).run_rows.at(0).state, "interrupted") << "readers see the dead run at once";
+  }
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE state = 'interrupted' AND chain_root IS NOT NULL"), 1);
+    EXPECT_TRUE(verify_store(s).problems.empty());
+    RunInfo other = info;
+    other.plan_digest = "another plan";
+    EXPECT_FALSE(s.resume_run(fp, other)) << "resumed a run of another plan";
+    const auto r = s.resume_run(fp, info);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->id, info.id);
+    EXPECT_EQ(r->resumes, 1);
+    ASSERT_EQ(r->done.size(), 1u);
+    EXPECT_EQ(r->done[0].variant, "cpu.serial");
+    CaseRecord c2 = c;
+    c2.config = "cfg2";
+    c2.id = Store::case_id(c2);
+    s.put_case(info.id, c2, cr, {{0, "bb", 10, std::nullopt}, {1, "bb", 10, std::nullopt}});
+    s.finish_run(info.id, "complete");
+    const VerifyReport v = verify_store(s);
+    EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+    EXPECT_EQ(count(s, "SELECT resumes FROM runs"), 1);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs"), 2);
+  }
+}
+
+// A full disk in the middle of a run (SQLite's max_page_count stands in for it): the case that
+// did not fit is an environment error naming the problem, nothing half-written stays, every
+// earlier case and its chain verify, and the run can be resumed once there is room.
+TEST_F(StoreReliabilityTest, AFullDiskLosesNothingAndLeavesNothingHalfWritten) {
+  const std::string p = path("s.sqlite");
+  const Fingerprint fp = fingerprint_from_json({{"test", 1}});
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 200, 1, "plan"};
+  std::vector<TrialRecord> trials;
+  for (std::int64_t t = 0; t < 200; ++t) trials.push_back({t, "0123456789abcdef0123456789abcdef", 1000 + t, std::nullopt});
+  CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", 200, 1, 1000, 1000};
+  std::int64_t stored = 0;
+  std::string error;
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    s.begin_run(fp, info);
+    sql::exec(s.db(), "PRAGMA max_page_count = " + std::to_string(count(s, "PRAGMA page_count") + 40));
+    try {
+      for (int i = 0; i < 1000; ++i) {
+        CaseRecord c{"", "op", "cpu.serial", "cpu", "cfg" + std::to_string(i), "cid", "{}", 1, "in", "float32", "[1]"};
+        c.id = Store::case_id(c);
+        s.put_case(info.id, c, cr, trials);
+        ++stored;
+      }
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::environment);
+      error = e.what();
+    }
+  }
+  ASSERT_FALSE(error.empty()) << "the store never filled up";
+  EXPECT_GT(stored, 0);
+  EXPECT_NE(error.find("full"), std::string::npos) << error;
+  EXPECT_NE(error.find("cfg" + std::to_string(stored)), std::string::npos) << "the message names the case: " << error;
+  {
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs"), stored);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM trials"), stored * 200) << "a half-written case";
+    const VerifyReport v = verify_store(s);
+    EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+  }
+  Store s = Store::open(p, Store::Mode::read_write);  // room again (no page limit): resume
+  const auto r = s.resume_run(fp, info);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(static_cast<std::int64_t>(r->done.size()), stored);
+}
+
+TEST(NetworkFilesystems, AreNamedAndLocalOnesAreNot) {
+  EXPECT_EQ(network_filesystem_name(0x6969), "NFS");
+  EXPECT_EQ(network_filesystem_name(0xff534d42), "CIFS");
+  EXPECT_EQ(network_filesystem_name(0xfe534d42), "SMB2");
+  EXPECT_EQ(network_filesystem_name(0x00c36400), "CephFS");
+  EXPECT_EQ(network_filesystem_name(0xef53), std::nullopt);      // ext4
+  EXPECT_EQ(network_filesystem_name(0x58465342), std::nullopt);  // XFS
+  EXPECT_EQ(network_filesystem_name(0x01021994), std::nullopt);  // tmpfs
+  EXPECT_EQ(network_filesystem_name(0x794c7630), std::nullopt);  // overlayfs
+}
+
+}  // namespace
+}  // namespace d9m
