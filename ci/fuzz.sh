@@ -15,6 +15,7 @@ cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store d9m > bu
   { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
 mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
+cp suites/store/v1-store.sqlite build/fuzz/corpus/store/schema1.sqlite  # the migration path
 # A real store as the seed of the store fuzzer (small: one op, two trials).
 seed=build/fuzz/corpus/store/seed.sqlite
 if [[ ! -s $seed ]]; then

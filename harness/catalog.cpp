@@ -3,8 +3,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -138,7 +138,16 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
   Catalog cat;
   cat.source = source;
   std::set<std::pair<std::string, std::string>> names;
-  static const std::regex name_re("[A-Za-z0-9_.+-]+");
+  // A plain character check, not std::regex: libstdc++'s regex recurses once per character and
+  // overflowed the stack on a long name (found by fuzz_catalog). Names become file names under
+  // --save-outputs, hence the length limit.
+  constexpr std::size_t kMaxName = 100;
+  auto valid_name = [](const std::string& n) {
+    return !n.empty() && n.size() <= kMaxName && std::all_of(n.begin(), n.end(), [](char ch) {
+      return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+             ch == '+' || ch == '-';
+    });
+  };
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const std::string path = "configs[" + std::to_string(i) + "]";
     const json& c = configs[i];
@@ -155,8 +164,11 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
     }
     cc.name = v.string_field(c, path, "name");
-    if (!std::regex_match(cc.name, name_re))
-      v.fail(path + ".name", "expected letters, digits and _.+- only, got \"" + cc.name + "\"");
+    if (!valid_name(cc.name))
+      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxName) + " letters, digits and _.+- only, got \"" +
+                                 (cc.name.size() > kMaxName ? cc.name.substr(0, kMaxName) + "...\" (" +
+                                                                  std::to_string(cc.name.size()) + " characters)"
+                                                            : cc.name + "\""));
     if (cc.name[0] == '_' && source != kCanarySource)
       v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)

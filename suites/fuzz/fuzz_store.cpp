@@ -1,4 +1,5 @@
-// libFuzzer target: the store opener and everything that reads a store. Any file must either be
+// libFuzzer target: the store opener and everything that reads a store, then the writer's open
+// (schema migration after a backup, dead runs marked interrupted). Any file must either be
 // refused with d9m::Error (environment) or opened, verified and reported without a crash.
 #include <unistd.h>
 
@@ -26,5 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     d9m::render_json(report);
   } catch (const d9m::Error&) {
   }
+  try {
+    const d9m::Store store = d9m::Store::open(path, d9m::Store::Mode::read_write);
+    d9m::verify_store(store);
+  } catch (const d9m::Error&) {
+  }
+  for (const char* s : {".schema1-backup", ".schema1-backup.partial", "-runlease"}) std::remove((path + s).c_str());
   return 0;
 }
