@@ -60,6 +60,13 @@ say "unit tests"
 "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
 unit_rc=${PIPESTATUS[0]}
 
+if [[ -x $build/suites/d9m_with_faults ]]; then
+  say "isolation on the GPU: faults, the sticky CUDA error included, cost only their case"
+  bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"
+  faults_rc=${PIPESTATUS[0]}
+  ((faults_rc == 0)) || tests_rc=$faults_rc
+fi
+
 say "audit: GPU backend, $gpu_trials trials per case"
 "$d9m" run --backend cuda -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 gpu_rc=${PIPESTATUS[0]}

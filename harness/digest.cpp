@@ -38,10 +38,10 @@ std::uint64_t leaf_hash(const void* p, std::size_t len) {
 
 std::string lower_hex(const unsigned char* md, unsigned len) {
   static const char* digits = "0123456789abcdef";
-  std::string out;
+  std::string out(2 * std::size_t{len}, '0');
   for (unsigned i = 0; i < len; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 15];
+    out[2 * i] = digits[md[i] >> 4];
+    out[2 * i + 1] = digits[md[i] & 15];
   }
   return out;
 }
@@ -91,10 +91,22 @@ std::string sha256_file(const std::string& path) {
   return lower_hex(md, len);
 }
 
-std::string sha256_hex(const std::string& bytes) {
+std::string sha256_hex(const std::string& bytes) { return sha256_hex(std::string_view(bytes), {}); }
+
+// The hash chain hashes one short row per trial: the algorithm is fetched from OpenSSL's
+// provider once (EVP_Digest with EVP_sha256() fetches it again on every call) and each thread
+// reuses one context.
+std::string sha256_hex(std::string_view a, std::string_view b) {
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  struct Ctx {
+    EVP_MD_CTX* p = EVP_MD_CTX_new();
+    ~Ctx() { EVP_MD_CTX_free(p); }
+  };
+  thread_local Ctx ctx;
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1)
+  if (!sha256 || !ctx.p || EVP_DigestInit_ex2(ctx.p, sha256, nullptr) != 1 || EVP_DigestUpdate(ctx.p, a.data(), a.size()) != 1 ||
+      EVP_DigestUpdate(ctx.p, b.data(), b.size()) != 1 || EVP_DigestFinal_ex(ctx.p, md, &len) != 1)
     throw std::runtime_error("OpenSSL SHA-256 failed");
   return lower_hex(md, len);
 }

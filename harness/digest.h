@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace d9m {
 
@@ -26,6 +27,8 @@ Digest128 digest_v1(const void* data, std::size_t bytes, ThreadPool* pool = null
 
 // Lowercase hex of a SHA-256 (OpenSSL), for content-addressed keys.
 std::string sha256_hex(const std::string& bytes);
+// SHA-256 of the concatenation a || b (no copy of either), lower-case hex.
+std::string sha256_hex(std::string_view a, std::string_view b);
 // SHA-256 of a file's bytes, or "" when it cannot be read.
 std::string sha256_file(const std::string& path);
 

@@ -5,7 +5,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -334,7 +336,11 @@ std::string Store::case_id(const CaseRecord& c) {
 std::string Store::chain_start(const std::string& run_id) { return sha256_hex("d9m-chain-v1:" + run_id); }
 
 std::string Store::chain_link(const std::string& previous, const std::string& canonical_row) {
-  return sha256_hex(previous + "\n" + canonical_row);
+  std::string head;
+  head.reserve(previous.size() + 1);
+  head += previous;
+  head += '\n';
+  return sha256_hex(head, canonical_row);
 }
 
 namespace {
@@ -349,7 +355,44 @@ std::string Store::canonical_case_run(const std::string& run_id, const std::stri
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+// Strings JSON writes as they are: no escapes, no UTF-8 to check.
+bool plain(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
+  });
+}
+void append_int(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+}  // namespace
+
 std::string Store::canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
+  // The common row (hex ids and digest, no diff) written directly, byte for byte what the
+  // nlohmann dump below gives (a unit test holds the two equal): one row per trial is the
+  // store's hot path. Anything else takes the general path.
+  if (!t.diff && plain(run_id) && plain(case_id) && plain(t.digest)) {
+    std::string out;
+    out.reserve(32 + run_id.size() + case_id.size() + t.digest.size() + 40);
+    out += "[\"trial\",\"";
+    out += run_id;
+    out += "\",\"";
+    out += case_id;
+    out += "\",";
+    append_int(out, t.trial);
+    out += ",\"";
+    out += t.digest;
+    out += "\",";
+    append_int(out, t.elapsed_ns);
+    out += ",null]";
+    return out;
+  }
+  return canonical_trial_general(run_id, case_id, t);
+}
+
+std::string Store::canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
   nlohmann::json diff = nullptr;
   if (t.diff) diff = {t.diff->count, t.diff->max_abs, t.diff->max_ulp, t.diff->first_index};
   return json_text(nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff}));

@@ -123,6 +123,8 @@ class Store {
   static std::string canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
                                         const CaseRunRecord& cr);
   static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+  // The same row through nlohmann::json only (the definition canonical_trial's fast path keeps to).
+  static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
 
  private:
   Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {}

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/digest.h"
 #include "harness/error.h"
 #include "harness/merge.h"
 #include "harness/results.h"
@@ -226,6 +227,33 @@ TEST_F(StoreReliabilityTest, AFullDiskLosesNothingAndLeavesNothingHalfWritten) {
   const auto r = s.resume_run(fp, info);
   ASSERT_TRUE(r);
   EXPECT_EQ(static_cast<std::int64_t>(r->done.size()), stored);
+}
+
+// The hash chain's hot path writes trial rows without nlohmann::json; it must stay byte for byte
+// the general definition, or every chain link (and every stored root) would change.
+TEST(ChainRows, TheFastTrialRowIsExactlyTheGeneralOne) {
+  const std::string run = random_run_id();
+  const std::int64_t ints[] = {0, 1, -1, 9, 10, 199, 123456789012LL, INT64_MAX, INT64_MIN};
+  const std::string digests[] = {"0123456789abcdef0123456789abcdef", "", "ABC-def_1.2", "a\"b", "caf\xc3\xa9", "\xff", "x y"};
+  int checked = 0;
+  for (std::int64_t trial : ints)
+    for (std::int64_t ns : ints)
+      for (const auto& d : digests)
+        for (const std::string& cs : {std::string("9f3c"), std::string("id with space"), std::string("\n")}) {
+          const TrialRecord t{trial, d, ns, std::nullopt};
+          EXPECT_EQ(Store::canonical_trial(run, cs, t), Store::canonical_trial_general(run, cs, t));
+          ++checked;
+        }
+  const TrialRecord with_diff{3, "aa", 5, DiffStats{2, 0.5, 7, 11}};
+  EXPECT_EQ(Store::canonical_trial(run, "c", with_diff), Store::canonical_trial_general(run, "c", with_diff));
+  EXPECT_EQ(Store::canonical_trial("r", "c", {2, "ab", 7, std::nullopt}), R"(["trial","r","c",2,"ab",7,null])");
+  EXPECT_GT(checked, 500);
+}
+
+TEST(ChainRows, ALinkIsTheSha256OfThePreviousLinkANewlineAndTheRow) {
+  EXPECT_EQ(Store::chain_link("abc", "row"), sha256_hex(std::string("abc\nrow")));
+  EXPECT_EQ(sha256_hex(std::string("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("ab", "c"), sha256_hex(std::string("abc")));
 }
 
 TEST(NetworkFilesystems, AreNamedAndLocalOnesAreNot) {
