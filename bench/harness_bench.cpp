@@ -7,7 +7,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include <sqlite3.h>
+
 #include "harness/catalog.h"
+#include "harness/digest.h"
 #include "harness/executor.h"
 #include "harness/inputs.h"
 #include "harness/store.h"
@@ -40,6 +43,85 @@ void BM_StoreInsertTrials(benchmark::State& state) {
   for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
 }
 BENCHMARK(BM_StoreInsertTrials)->Arg(200)->Arg(2000)->Arg(20000)->Unit(benchmark::kMillisecond);
+
+// The floor under BM_StoreInsertTrials: the same trial rows (precomputed chain links, no JSON,
+// no hashing) inserted by SQLite alone, one transaction of 2000 rows, in the trials table as
+// schema 2 has it (keyed by 32-hex run id, 64-hex case id, trial) and as an integer-keyed
+// layout would have it (a case-run number and the trial; digest and link as BLOBs). What the
+// harness adds on top is the difference to BM_StoreInsertTrials/2000; what a schema change could
+// win is the difference between the two layouts.
+void BM_SqliteInsertFloor(benchmark::State& state) {
+  const bool integer_keys = state.range(0) == 1;
+  const std::string path = (fs::temp_directory_path() / ("d9m_bench_floor_" + std::to_string(::getpid()) + ".sqlite")).string();
+  for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+  sqlite3_exec(db,
+               integer_keys ? "CREATE TABLE trials (case_run INTEGER NOT NULL, trial INTEGER NOT NULL, digest BLOB NOT NULL,"
+                              " elapsed_ns INTEGER NOT NULL, diff_count INTEGER, diff_max_abs REAL, diff_max_ulp INTEGER,"
+                              " diff_first_index INTEGER, chain BLOB NOT NULL, PRIMARY KEY (case_run, trial)) WITHOUT ROWID"
+                            : "CREATE TABLE trials (run_id TEXT NOT NULL, case_id TEXT NOT NULL, trial INTEGER NOT NULL,"
+                              " digest TEXT NOT NULL, elapsed_ns INTEGER NOT NULL, diff_count INTEGER, diff_max_abs REAL,"
+                              " diff_max_ulp INTEGER, diff_first_index INTEGER, chain TEXT NOT NULL,"
+                              " PRIMARY KEY (run_id, case_id, trial)) WITHOUT ROWID",
+               nullptr, nullptr, nullptr);
+  sqlite3_stmt* ins = nullptr;
+  sqlite3_prepare_v2(db,
+                     integer_keys ? "INSERT INTO trials(case_run, trial, digest, elapsed_ns, chain) VALUES (?,?,?,?,?)"
+                                  : "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, chain) VALUES (?,?,?,?,?,?)",
+                     -1, &ins, nullptr);
+  const std::string run = d9m::random_run_id();
+  const std::string digest_hex = "0123456789abcdef0123456789abcdef";
+  const std::string link_hex = d9m::sha256_hex(std::string("link"));
+  const std::string digest_bin(16, '\x5a'), link_bin(32, '\xa5');
+  constexpr std::int64_t kTrials = 2000;
+  std::int64_t cases = 0;
+  for (auto _ : state) {
+    const std::string case_id = d9m::sha256_hex(std::to_string(cases));
+    sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    for (std::int64_t t = 0; t < kTrials; ++t) {
+      if (integer_keys) {
+        sqlite3_bind_int64(ins, 1, cases);
+        sqlite3_bind_int64(ins, 2, t);
+        sqlite3_bind_blob(ins, 3, digest_bin.data(), 16, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 4, 1000 + t);
+        sqlite3_bind_blob(ins, 5, link_bin.data(), 32, SQLITE_STATIC);
+      } else {
+        sqlite3_bind_text(ins, 1, run.data(), static_cast<int>(run.size()), SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, case_id.data(), static_cast<int>(case_id.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, t);
+        sqlite3_bind_text(ins, 4, digest_hex.data(), static_cast<int>(digest_hex.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 5, 1000 + t);
+        sqlite3_bind_text(ins, 6, link_hex.data(), static_cast<int>(link_hex.size()), SQLITE_STATIC);
+      }
+      if (sqlite3_step(ins) != SQLITE_DONE) state.SkipWithError(sqlite3_errmsg(db));
+      sqlite3_reset(ins);
+    }
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    ++cases;
+  }
+  sqlite3_finalize(ins);
+  sqlite3_close(db);
+  state.SetItemsProcessed(state.iterations() * kTrials);
+  state.SetLabel(integer_keys ? "integer keys, BLOB digests" : "schema 2 layout");
+  for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
+}
+BENCHMARK(BM_SqliteInsertFloor)->ArgName("integer_keys")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// The cost of one hash-chain link per trial row (canonical row + SHA-256), alone.
+void BM_ChainLinkPerTrial(benchmark::State& state) {
+  const std::string run = d9m::random_run_id(), case_id = d9m::sha256_hex(std::string("case"));
+  std::string link = d9m::Store::chain_start(run);
+  std::int64_t t = 0;
+  for (auto _ : state) {
+    link = d9m::Store::chain_link(link, d9m::Store::canonical_trial(run, case_id, {t, "0123456789abcdef0123456789abcdef", 1000 + t, std::nullopt}));
+    ++t;
+  }
+  benchmark::DoNotOptimize(link);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ChainLinkPerTrial);
 
 // A cheap op (bias_add_grad of one 4x4x4 row block) run directly: the baseline of the pair below.
 struct CheapCase {
