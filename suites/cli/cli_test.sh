@@ -231,6 +231,30 @@ db = sqlite3.connect('$T/full.sqlite')
 assert db.execute('select state, resumes from runs').fetchall() == [('complete', 1)]
 assert db.execute('select count(*) from trials').fetchone()[0] == 50 * db.execute('select count(*) from case_runs').fetchone()[0]
 "; check "the resumed run is whole" 0 $?
+# --- Ctrl-C (SIGINT) mid-run: exit 130, the run interrupted, its worker process gone, resumable -
+q "
+import sqlite3, subprocess, sys, time, os, signal
+db = '$T/int.sqlite'
+p = subprocess.Popen(['$D9M', 'run', '--backend', 'cpu', '-n', '300', '--threads', '1', '-q', '--db', db],
+                     stdout=subprocess.DEVNULL, stderr=open('$T/int.err', 'w'))
+def stored():
+    try:
+        c = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=0.05); n = c.execute('select count(*) from case_runs').fetchone()[0]; c.close(); return n
+    except sqlite3.Error:
+        return -1
+while p.poll() is None and stored() < 3:
+    time.sleep(0.01)
+workers = subprocess.run(['pgrep', '-f', f'_worker .*--parent {p.pid}'], capture_output=True, text=True).stdout.split()
+assert workers, 'no worker process while the run was running'
+p.send_signal(signal.SIGINT)
+assert p.wait(timeout=60) == 130, p.returncode
+time.sleep(0.2)
+alive = [w for w in workers if os.path.exists(f'/proc/{w}') and 'Z' not in open(f'/proc/{w}/stat').read().split()[2]]
+assert not alive, f'worker {alive} outlived the run'
+assert sqlite3.connect(db).execute('select state from runs').fetchall() == [('interrupted',)]
+"; check "SIGINT: exit 130, interrupted, no worker left" 0 $?
+grep -q "d9m run --resume" "$T/int.err"; check "SIGINT: the message says how to resume" 0 $?
+
 # --- WAL on a network file system is refused (only where the test machine has one mounted) ----
 nfs=$(awk '$3 ~ /^(nfs|nfs4|cifs|smb3)$/ {print $2; exit}' /proc/mounts)
 if [[ -n $nfs && -w $nfs ]]; then
