@@ -115,6 +115,12 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
     // Fold the WAL into the file, so the copy below sees everything and no stale WAL survives
     // the rename.
     Store s = Store::open(out, Store::Mode::read_write);
+    // The merged store replaces OUT by a rename: a run still writing into OUT would go on writing
+    // into the replaced file and its rows would be lost.
+    sql::Statement running(s.db(), "SELECT id FROM runs WHERE state = 'running'");
+    while (running.step())
+      if (s.run_alive(running.text(0)))
+        fail_environment(out + ": run " + running.text(0) + " is still writing into it; merge into it once it has ended");
     sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
   }
   const std::string tmp = out + ".merging-" + random_run_id().substr(0, 12);

@@ -50,7 +50,8 @@ bool RunLease::acquire(const std::string& store_path, const std::string& run_id)
   release();
   const std::string path = lease_path(store_path);
   // O_CLOEXEC: a worker process started for a case must not inherit (and so keep alive) the lease.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // 0666 less the umask, like SQLite's -wal and -shm: whoever may write the store may run on it.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) fail_environment(path + ": cannot open the run lease file (" + std::strerror(errno) + ")");
   struct flock fl = lease_lock(F_WRLCK, run_id);
   if (::fcntl(fd, F_OFD_SETLK, &fl) != 0) {

@@ -157,15 +157,18 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   summary.fingerprint_id = fp.id;
   // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
   std::set<std::string> done;
-  auto case_key = [](const std::string& op, const std::string& config_id, const std::string& variant) {
-    return op + "\n" + config_id + "\n" + variant;
+  // By config name, not config_id: two configs of one catalogue may share parameters (and so
+  // their id) under different names, and each is its own case. The plan digest, which resuming
+  // requires equal, fixes every name's parameters.
+  auto case_key = [](const std::string& op, const std::string& config, const std::string& variant) {
+    return op + "\n" + config + "\n" + variant;
   };
   std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info) : std::nullopt;
   if (resumed) {
     summary.run_id = resumed->id;
     summary.resumes = resumed->resumes;
     for (const auto& sc : resumed->done) {
-      done.insert(case_key(sc.op, sc.config_id, sc.variant));
+      done.insert(case_key(sc.op, sc.config, sc.variant));
       ++summary.cases;
       ++summary.resumed_cases;
       ++summary.by_status[static_cast<int>(sc.cr.status)];
@@ -210,7 +213,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     if (g_stop.load()) break;
     const CatalogConfig& cc = *pc.config;
     const VariantDef& v = *pc.variant;
-    if (done.count(case_key(cc.op->name, cc.config_id, v.name))) {
+    if (done.count(case_key(cc.op->name, cc.name, v.name))) {
       ++index;
       continue;
     }

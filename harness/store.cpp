@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -239,18 +240,23 @@ Store Store::open(const std::string& path, Mode mode) {
 void Store::migrate() {
   if (schema_ >= kStoreSchemaVersion) return;
   const int from = schema_;
-  std::string backup = path_ + ".schema" + std::to_string(from) + "-backup";
-  if (exists(backup)) backup += "-" + random_run_id().substr(0, 8);
-  const std::string tmp = backup + ".partial";
+  // A private temporary name (processes may migrate at once), linked to the first free name.
+  const std::string base = path_ + ".schema" + std::to_string(from) + "-backup";
+  const std::string tmp = base + ".partial-" + random_run_id().substr(0, 12);
   try {
     sql::Statement(db_, "VACUUM INTO ?").bind(1, tmp).run();
   } catch (const sql::Error& e) {
     std::remove(tmp.c_str());
     fail_environment(path_ + ": schema " + std::to_string(from) + " needs migrating to " +
-                     std::to_string(kStoreSchemaVersion) + ", but the backup " + backup + " cannot be written: " +
+                     std::to_string(kStoreSchemaVersion) + ", but its backup " + tmp + " cannot be written: " +
                      describe_sqlite_failure(e) + "; the store is unchanged");
   }
-  if (::link(tmp.c_str(), backup.c_str()) != 0) {
+  std::string backup = base;
+  while (::link(tmp.c_str(), backup.c_str()) != 0) {
+    if (errno == EEXIST) {
+      backup = base + "-" + random_run_id().substr(0, 8);
+      continue;
+    }
     const std::string why = std::strerror(errno);
     std::remove(tmp.c_str());
     fail_environment(path_ + ": cannot put the backup in place at " + backup + " (" + why + "); the store is unchanged");
@@ -309,7 +315,7 @@ void Store::mark_dead_runs_interrupted() {
     sql::Transaction tx(db_);
     for (const auto& id : running) {
       RunLease lease;
-      if (!lease.acquire(path_, id)) continue;  // alive
+      if (!lease.acquire(lease_key_, id)) continue;  // alive
       const ChainState st = stored_chain(db_, id);
       sql::Statement(db_, "UPDATE runs SET state = 'interrupted', finished_at = coalesce(finished_at, ?), chain_root = ?"
                           " WHERE id = ? AND state = 'running'")
@@ -319,6 +325,12 @@ void Store::mark_dead_runs_interrupted() {
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot mark runs of dead processes interrupted: " + describe_sqlite_failure(e));
   }
+}
+
+Store::Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {
+  char* real = ::realpath(path_.c_str(), nullptr);
+  lease_key_ = real ? real : path_;
+  std::free(real);
 }
 
 Store::~Store() {
@@ -401,7 +413,7 @@ std::string Store::canonical_trial_general(const std::string& run_id, const std:
 std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
   // The lease before the row: nobody may see the run 'running' while no one holds it.
   RunLease lease;
-  if (!lease.acquire(path_, info.id)) fail_environment(path_ + ": run id " + info.id + " is already in use");
+  if (!lease.acquire(lease_key_, info.id)) fail_environment(path_ + ": run id " + info.id + " is already in use");
   leases_[info.id] = std::move(lease);
   chains_[info.id] = {0, chain_start(info.id)};
   try {
@@ -435,7 +447,7 @@ std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo
     }
     for (const auto& id : candidates) {
       RunLease lease;
-      if (!lease.acquire(path_, id)) continue;  // another process is running or resuming it
+      if (!lease.acquire(lease_key_, id)) continue;  // another process is running or resuming it
       ResumedRun r;
       r.id = id;
       sql::Transaction tx(db_);
@@ -478,8 +490,12 @@ void Store::finish_run(const std::string& run_id, const std::string& state) {
     sql::Transaction tx(db_);
     auto it = chains_.find(run_id);
     const std::string root = it == chains_.end() ? chain_start(run_id) : it->second.last;
-    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ?")
+    // Only a run this process still runs: never overwrite what another process decided.
+    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ? AND state = 'running'")
         .bind(1, state).bind(2, utc_now()).bind(3, root).bind(4, run_id).run();
+    if (sqlite3_changes(db_) != 1)
+      fail_environment(path_ + ": run " + run_id + " is no longer marked running: another process marked or took it over; "
+                       "this process's rows up to its last case are stored");
     tx.commit();
     leases_.erase(run_id);
   } catch (const sql::Error& e) {

@@ -89,7 +89,8 @@ class Store {
   static Store open(const std::string& path, Mode mode);
 
   Store(Store&& o) noexcept
-      : db_(o.db_), path_(std::move(o.path_)), schema_(o.schema_), notice_(std::move(o.notice_)),
+      : db_(o.db_), path_(std::move(o.path_)), lease_key_(std::move(o.lease_key_)), schema_(o.schema_),
+        notice_(std::move(o.notice_)),
         chains_(std::move(o.chains_)), leases_(std::move(o.leases_)) {
     o.db_ = nullptr;
   }
@@ -102,7 +103,7 @@ class Store {
   const std::string& notice() const { return notice_; }  // what open() did that a user should know
 
   // Whether the run is really running: its state says so and its writer still holds the lease.
-  bool run_alive(const std::string& run_id) const { return RunLease::taken(path_, run_id); }
+  bool run_alive(const std::string& run_id) const { return RunLease::taken(lease_key_, run_id); }
 
   std::string begin_run(const Fingerprint& fp, const RunInfo& info);  // returns the run id
   // Takes over the newest interrupted run of the same stack and plan (info's catalogue digest,
@@ -127,11 +128,14 @@ class Store {
   static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
 
  private:
-  Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {}
+  Store(sqlite3* db, std::string path, int schema);
   void migrate();
   void mark_dead_runs_interrupted();
   sqlite3* db_;
   std::string path_;
+  // The store's real path (symlinks resolved): leases belong to the file, whatever name a
+  // process reached it by.
+  std::string lease_key_;
   int schema_;
   std::string notice_;
   struct ChainState {

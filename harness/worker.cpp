@@ -222,6 +222,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
   auto deadline = Clock::now() + timeout;
   std::int64_t trials_done = 0;
   char chunk[65536];
+  auto last_look = Clock::now();
   for (;;) {
     for (std::size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
       const std::string line = buffer_.substr(0, nl);
@@ -260,7 +261,21 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
       kill_and_reap();
       return std::nullopt;
     }
-    if (Clock::now() > deadline) {
+    // A loop turn takes ~100 ms; a much longer one means this process was stopped (Ctrl-Z,
+    // SIGSTOP) or starved, and the worker with it: that time is not the case's.
+    const auto now = Clock::now();
+    if (now - last_look > std::chrono::seconds(1)) deadline += now - last_look;
+    last_look = now;
+    if (now > deadline) {
+      // Last look at the pipe: a heartbeat may be waiting in it.
+      pollfd last{from_worker_, POLLIN, 0};
+      if (::poll(&last, 1, 0) > 0) {
+        const ssize_t got = ::read(from_worker_, chunk, sizeof chunk);
+        if (got > 0) {
+          buffer_.append(chunk, static_cast<std::size_t>(got));
+          continue;
+        }
+      }
       kill_and_reap();
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", opt_.timeout_s);

@@ -122,12 +122,12 @@ std::string render(const ReportData& data, const std::string& format, bool audit
 
 extern "C" void on_signal(int) { request_stop(); }
 
-// This binary, for starting worker processes of the same build.
+// This binary, for starting worker processes of the same build: /proc/self/exe is the running
+// image even if the file was replaced (rebuilt) or deleted since.
 std::string self_executable() {
-  std::vector<char> buf(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
+  if (::access("/proc/self/exe", X_OK) != 0)
+    fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
+  return "/proc/self/exe";
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ import json, re, sys
 r = json.load(open(sys.argv[1]))
 got = {(x["config"], x["variant"]): x for x in r["results"]}
 expect = {
-    "test.segfault": r"worker process (was killed by signal 11 \(Segmentation fault\)|exited with status|was killed by signal 6)",
+    # under AddressSanitizer the segfault ends in ASan's report: exit 1, or abort with abort_on_error
+    "test.segfault": r"worker process (was killed by signal 11 \(Segmentation fault\)|exited with status 1 |was killed by signal 6)",
     "test.abort": r"worker process was killed by signal 6 \(Aborted\)",
     "test.hang": r"watchdog: no trial finished within 2 s \(1 of 4 done\); the worker process was killed",
     "test.exit": r"worker process exited with status 0 while running the case \(1 of 4 trials done\)",

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 
@@ -32,6 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     d9m::verify_store(store);
   } catch (const d9m::Error&) {
   }
-  for (const char* s : {".schema1-backup", ".schema1-backup.partial", "-runlease"}) std::remove((path + s).c_str());
+  std::error_code ec;  // the migration's backups (and any partial one), the lease file
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec))
+    if (e.path().string().rfind(path + ".schema", 0) == 0 || e.path().string() == path + "-runlease")
+      std::filesystem::remove(e.path(), ec);
   return 0;
 }

@@ -10,7 +10,10 @@
 #include "harness/digest.h"
 #include "harness/error.h"
 #include "harness/merge.h"
+#include "harness/catalog.h"
+#include "harness/fingerprint.h"
 #include "harness/results.h"
+#include "harness/runner.h"
 #include "harness/run_lease.h"
 #include "harness/sqlite.h"
 #include "harness/store.h"
@@ -182,6 +185,129 @@ TEST_F(StoreReliabilityTest, ADeadRunIsMarkedInterruptedAndResumes) {
     EXPECT_EQ(count(s, "SELECT resumes FROM runs"), 1);
     EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs"), 2);
   }
+}
+
+// A live run's lease is held in the store's real file, so no other writer can declare the run
+// dead or take it over, whatever name (path or symlink) it opened the store by. (OFD locks
+// conflict between descriptions even within one process, so one process can play both sides.)
+TEST_F(StoreReliabilityTest, ALiveRunIsNeverReapedOrTakenOverWhateverNameTheStoreIsOpenedBy) {
+  const std::string p = path("s.sqlite");
+  const Fingerprint fp = fingerprint_from_json({{"test", 1}});
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 2, 1, "plan"};
+  Store live = Store::open(p, Store::Mode::read_write);
+  live.begin_run(fp, info);
+  fs::create_symlink(p, path("link.sqlite"));
+  for (const std::string& name : {p, path("link.sqlite")}) {
+    Store other = Store::open(name, Store::Mode::read_write);  // its open looks for dead runs
+    EXPECT_EQ(count(other, "SELECT count(*) FROM runs WHERE state = 'running'"), 1) << "reaped a live run via " << name;
+    EXPECT_TRUE(other.run_alive(info.id)) << name;
+    EXPECT_FALSE(other.resume_run(fp, info)) << "took over a live run via " << name;
+  }
+  live.finish_run(info.id, "complete");
+  Store s = Store::open(p, Store::Mode::read_only);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE state = 'complete'"), 1);
+}
+
+// merge replaces its output by a rename: never while a run is still writing into it.
+TEST_F(StoreReliabilityTest, MergeRefusesAnOutputARunIsStillWritingInto) {
+  const std::string p = path("s.sqlite");
+  fs::copy_file(kSchema1Store, path("in.sqlite"));
+  Store live = Store::open(p, Store::Mode::read_write);
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 2, 1, "plan"};
+  live.begin_run(fingerprint_from_json({{"test", 1}}), info);
+  try {
+    merge_stores(p, {path("in.sqlite")});
+    ADD_FAILURE() << "merged into a store with a live run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is still writing into it"), std::string::npos) << e.what();
+  }
+  live.finish_run(info.id, "complete");
+  EXPECT_NO_THROW(merge_stores(p, {path("in.sqlite")}));
+}
+
+// Ending a run never overwrites what another process decided about it.
+TEST_F(StoreReliabilityTest, FinishingARunSomeoneElseMarkedIsAnErrorNotAnOverwrite) {
+  const std::string p = path("s.sqlite");
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 2, 1, "plan"};
+  Store s = Store::open(p, Store::Mode::read_write);
+  s.begin_run(fingerprint_from_json({{"test", 1}}), info);
+  sql::exec(s.db(), "UPDATE runs SET state = 'interrupted'");
+  try {
+    s.finish_run(info.id, "complete");
+    ADD_FAILURE() << "finish_run overwrote another process's state";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no longer marked running"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE state = 'interrupted'"), 1);
+}
+
+// Processes opening a schema-1 store at once: all succeed, one migrates, one backup remains.
+TEST_F(StoreReliabilityTest, ConcurrentOpenersOfASchema1StoreAllSucceed) {
+  const std::string p = path("old.sqlite");
+  fs::copy_file(kSchema1Store, p);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 4; ++i) {
+    const pid_t c = ::fork();
+    ASSERT_GE(c, 0);
+    if (c == 0) {
+      try {
+        Store s = Store::open(p, Store::Mode::read_write);
+        std::_Exit(s.schema_version() == kStoreSchemaVersion ? 0 : 2);
+      } catch (const std::exception&) {
+        std::_Exit(1);
+      }
+    }
+    children.push_back(c);
+  }
+  for (pid_t c : children) {
+    int st = 0;
+    ::waitpid(c, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "an opener failed (status " << st << ")";
+  }
+  std::size_t backups = 0, partial = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    backups += e.path().string().find("-backup") != std::string::npos;
+    partial += e.path().string().find(".partial") != std::string::npos;
+  }
+  EXPECT_EQ(backups, 1u);
+  EXPECT_EQ(partial, 0u);
+}
+
+// --resume keys stored cases by config name: two configs with the same parameters (one
+// config_id) are two cases, and resuming after the first runs the second.
+TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParameters) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "bias_add_grad", "name": "a", "params": {"n": 1, "h": 2, "w": 2, "c": 4}, "variants": ["cpu.serial"]},
+      {"op": "bias_add_grad", "name": "b", "params": {"n": 1, "h": 2, "w": 2, "c": 4}, "variants": ["cpu.serial"]}]})",
+                                    "same.json", Registry::global());
+  ASSERT_EQ(cat.configs[0].config_id, cat.configs[1].config_id);
+  const auto cases = plan_cases(cat, Registry::global(), Selection{});
+  ASSERT_EQ(cases.size(), 2u);
+  RunOptions opt;
+  opt.trials = 2;
+  opt.canaries = false;
+  const std::string p = path("s.sqlite");
+  {
+    // An interrupted run of this plan that stored case "a" only.
+    Store s = Store::open(p, Store::Mode::read_write);
+    const std::vector<PlannedCase> first = {cases[0]};
+    RunSummary r = run_audit(cat, first, s, opt);  // a complete run of "a" alone, to copy its rows from
+    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
+    s.begin_run(collect_fingerprint(probe_gpus()), info);
+    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
+                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain"
+                      " FROM case_runs WHERE run_id = '" + r.run_id + "'");
+  }  // "dies"
+  Store s = Store::open(p, Store::Mode::read_write);
+  opt.resume = true;
+  const RunSummary r = run_audit(cat, cases, s, opt);
+  EXPECT_EQ(r.resumes, 1);
+  EXPECT_EQ(r.resumed_cases, 1);
+  EXPECT_EQ(r.cases, 2);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs cr JOIN cases c ON c.id = cr.case_id WHERE c.config = 'b' AND cr.run_id = '" +
+                        r.run_id + "'"),
+            1)
+      << "config b was skipped as if it were a";
 }
 
 // A full disk in the middle of a run (SQLite's max_page_count stands in for it): the case that
