@@ -163,7 +163,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   auto case_key = [](const std::string& op, const std::string& config, const std::string& variant) {
     return op + "\n" + config + "\n" + variant;
   };
-  std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info) : std::nullopt;
+  std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info, &summary.resume_busy) : std::nullopt;
   if (resumed) {
     summary.run_id = resumed->id;
     summary.resumes = resumed->resumes;

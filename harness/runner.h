@@ -49,6 +49,7 @@ struct RunSummary {
   bool interrupted = false;
   std::int64_t resumed_cases = 0;  // cases an interrupted run had stored, kept when resuming it
   std::int64_t resumes = 0;        // how often this run has been resumed (0: a fresh run)
+  int resume_busy = 0;             // --resume: matching runs another process held (so a new run started)
 };
 
 // What a run sets out to do, as --resume compares it: the cases in order (op, config and its

@@ -434,7 +434,8 @@ std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
   return info.id;
 }
 
-std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo& info) {
+std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo& info, int* busy) {
+  if (busy) *busy = 0;
   try {
     std::vector<std::string> candidates;
     {
@@ -447,7 +448,10 @@ std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo
     }
     for (const auto& id : candidates) {
       RunLease lease;
-      if (!lease.acquire(lease_key_, id)) continue;  // another process is running or resuming it
+      if (!lease.acquire(lease_key_, id)) {  // another process is running or resuming it
+        if (busy) ++*busy;
+        continue;
+      }
       ResumedRun r;
       r.id = id;
       sql::Transaction tx(db_);

@@ -109,7 +109,8 @@ class Store {
   // Takes over the newest interrupted run of the same stack and plan (info's catalogue digest,
   // N, threads and plan digest), marks it running again and returns what it already holds; the
   // hash chain goes on from its last stored row. Empty when there is none.
-  std::optional<ResumedRun> resume_run(const Fingerprint& fp, const RunInfo& info);
+  // `busy` (when given) counts the matching runs another process holds.
+  std::optional<ResumedRun> resume_run(const Fingerprint& fp, const RunInfo& info, int* busy = nullptr);
   void finish_run(const std::string& run_id, const std::string& state);
   void put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
                 const std::vector<TrialRecord>& trials);

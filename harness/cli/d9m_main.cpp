@@ -260,6 +260,9 @@ int main_impl(int argc, char** argv) {
     if (s.resumes > 0)
       std::fprintf(stderr, "d9m: resumed run %s (resumption %lld): %lld cases were stored before, kept as they are\n",
                    s.run_id.c_str(), static_cast<long long>(s.resumes), static_cast<long long>(s.resumed_cases));
+    else if (resume && s.resume_busy > 0)
+      std::fprintf(stderr, "d9m: --resume: %d matching run(s) are being run or resumed by another process; started a new run\n",
+                   s.resume_busy);
     else if (resume)
       std::fprintf(stderr, "d9m: --resume: no interrupted run of these cases, N and threads; started a new run\n");
     std::fprintf(stderr, "d9m: run %s: %lld cases into %s\n", s.run_id.c_str(), static_cast<long long>(s.cases), db.c_str());
