@@ -87,6 +87,7 @@ say "reports"
 # A WAL store is only whole with its -wal file; fold it in so d9m.sqlite alone is the evidence.
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" \
   "$out/d9m.sqlite" 2>> "$log" || true
+rm -f "$out/d9m.sqlite-runlease"  # an empty lock file (run leases), not evidence; every run has ended
 say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc"
 for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc; do
   ((rc != 0)) && exit "$rc"
