@@ -38,6 +38,9 @@ CaseHost::~CaseHost() = default;
 CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inputs, const TrialCallback& after_trial) {
   const CatalogConfig& cc = *req.config;
   const VariantDef& v = *req.variant;
+  // Runs go config by config (every variant of one config, then the next), so only the current
+  // config's inputs are kept: memory stays at one config's worth however long the catalogue.
+  if (!prepared_.count(&cc)) prepared_.clear();
   auto [it, fresh] = prepared_.try_emplace(&cc);
   if (fresh) {
     it->second.inputs = make_inputs(*cc.op, cc.problem, cc.seed);

@@ -51,7 +51,7 @@ class CaseHost {
     std::string input_digest;
   };
   std::map<Backend, std::unique_ptr<Executor>> executors_;
-  std::map<const CatalogConfig*, Prepared> prepared_;  // inputs are made once per config
+  std::map<const CatalogConfig*, Prepared> prepared_;  // the current config's inputs, made once
 };
 
 }  // namespace d9m
