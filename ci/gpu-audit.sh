@@ -7,7 +7,8 @@
 # log.txt.
 #
 #   ci/gpu-audit.sh [OUT]
-#   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing)
+#   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing), or a
+#                             bundle of one made by ci/gpu-bundle.sh for a machine without apt
 #
 # The exit code is that of the GPU tests or, if they pass, of the audit (1: a claim was broken).
 set -uo pipefail
@@ -21,9 +22,15 @@ log=$out/log.txt
 : > "$log"
 say() { echo "== $*" | tee -a "$log"; }
 
+# Fixtures the unit tests read (their compiled-in source path is the building machine's).
+export D9M_SOURCE_DIR=$PWD
+# A bundle made by ci/gpu-bundle.sh carries the shared libraries the GPU machine lacks.
+[[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
 # cuDNN may live outside the loader's path (e.g. inside a Python environment's nvidia wheels).
 if ! ldconfig -p 2> /dev/null | grep -q 'libcudnn.so.9'; then
-  cudnn=$(find / -xdev -name 'libcudnn.so.9' -not -path '/proc/*' 2> /dev/null | head -n 1)
+  cudnn=$(find /opt /usr /root /home -name 'libcudnn.so.9' 2> /dev/null | head -n 1)
+  [[ -n $cudnn ]] || cudnn=$(find / -xdev -name 'libcudnn.so.9' -not -path '/proc/*' 2> /dev/null | head -n 1)
   if [[ -n $cudnn ]]; then
     export LD_LIBRARY_PATH=$(dirname "$cudnn")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     say "cuDNN: $cudnn"

@@ -9,12 +9,13 @@
 #include "harness/digest.h"
 #include "kernels/common/counter_rng.h"
 #include "kernels/common/thread_pool.h"
+#include "source_dir.h"
 
 namespace d9m {
 namespace {
 
 nlohmann::json vectors() {
-  std::ifstream in(D9M_SOURCE_DIR "/suites/digest/vectors.json");
+  std::ifstream in(test::source_path("suites/digest/vectors.json"));
   EXPECT_TRUE(in.good());
   return nlohmann::json::parse(in);
 }

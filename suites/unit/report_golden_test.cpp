@@ -13,6 +13,7 @@
 #include "harness/fingerprint.h"
 #include "harness/report.h"
 #include "harness/store.h"
+#include "source_dir.h"
 
 namespace d9m {
 namespace {
@@ -70,7 +71,7 @@ std::string normalise(std::string text, const ReportData& d) {
 }
 
 void compare_golden(const std::string& name, const std::string& got) {
-  const std::string path = std::string(D9M_SOURCE_DIR) + "/suites/report/golden/" + name;
+  const std::string path = test::source_path("suites/report/golden/" + name);
   if (std::getenv("D9M_UPDATE_GOLDEN")) {
     std::ofstream(path, std::ios::binary) << got;
     return;

@@ -18,6 +18,7 @@
 #include "harness/sqlite.h"
 #include "harness/store.h"
 #include "harness/verify.h"
+#include "source_dir.h"
 
 namespace d9m {
 namespace {
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 // A schema-1 store made by d9m at commit 9f61748 (bias_add_grad, one config, cpu variants and
 // the controls, 3 trials each), kept as the migration's input.
-const std::string kSchema1Store = std::string(D9M_SOURCE_DIR) + "/suites/store/v1-store.sqlite";
+const std::string kSchema1Store = test::source_path("suites/store/v1-store.sqlite");
 
 class StoreReliabilityTest : public ::testing::Test {
  protected:

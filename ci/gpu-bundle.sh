@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Packs what ci/gpu-audit.sh runs into a small folder that can travel to a machine with a GPU
+# but without this machine's packages (the lent H100/H200 has no apt and no network): the five
+# binaries in the layout gpu-audit.sh expects, plus the shared libraries they need that are not
+# part of the C/C++ runtime, the CUDA driver or cuDNN (those the GPU machine must provide; the
+# CUDA runtime is linked statically).
+#
+#   ci/gpu-bundle.sh BUILD DEST      e.g. ci/gpu-bundle.sh build-cuda build-gpu-bundle
+#   then there:  D9M_BUILD_DIR=DEST ci/gpu-audit.sh "$OUT"
+set -euo pipefail
+build=${1:?usage: ci/gpu-bundle.sh BUILD DEST}
+dest=${2:?usage: ci/gpu-bundle.sh BUILD DEST}
+bins=(harness/d9m suites/d9m_gpu_tests suites/d9m_unit_tests suites/d9m_with_faults bench/d9m_bench)
+rm -rf "$dest"
+mkdir -p "$dest/lib"
+for b in "${bins[@]}"; do
+  [[ -x $build/$b ]] || { echo "gpu-bundle: $build/$b is missing (configure with -DD9M_TESTS=ON -DD9M_BENCH=ON)" >&2; exit 1; }
+  mkdir -p "$dest/$(dirname "$b")"
+  cp "$build/$b" "$dest/$b"
+  strip --strip-debug "$dest/$b"
+done
+# Every resolved dependency except glibc's own libraries, the C++ runtime, and the GPU stack.
+skip='^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudnn.*|libcublas.*|libnvidia.*)\.so'
+for b in "${bins[@]}"; do
+  ldd "$dest/$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ $name =~ $skip ]] && continue
+  cp -L "$path" "$dest/lib/$name"
+done
+echo "gpu-bundle: $(du -sh "$dest" | cut -f1) in $dest; libraries: $(ls "$dest/lib" | tr '\n' ' ')"
