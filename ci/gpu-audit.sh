@@ -20,7 +20,7 @@ cpu_trials=${D9M_CPU_TRIALS:-20}
 mkdir -p "$out"
 log=$out/log.txt
 : > "$log"
-say() { echo "== $*" | tee -a "$log"; }
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 
 # Fixtures the unit tests read (their compiled-in source path is the building machine's).
 export D9M_SOURCE_DIR=$PWD
