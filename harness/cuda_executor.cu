@@ -1,10 +1,13 @@
 // The CUDA executor: inputs are uploaded once per case, every trial runs on one stream between
 // two CUDA events (zeroing an accumulated output is part of the op, as in the frameworks), and
 // the digest and diff stats are computed on the device against the first trial's output, which
-// stays there.
+// stays there. Trials are queued in batches, so the host waits once per batch, not per trial.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "harness/executor.h"
 #include "harness/gpu_digest.h"
@@ -19,12 +22,16 @@ struct Stream {
   cudaStream_t s = nullptr;
   Stream() { D9M_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
   ~Stream() { cudaStreamDestroy(s); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
 };
 
 struct Event {
   cudaEvent_t e = nullptr;
   Event() { D9M_CUDA_CHECK(cudaEventCreate(&e)); }
   ~Event() { cudaEventDestroy(e); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
 };
 
 class CudaExecutor final : public Executor {
@@ -96,30 +103,66 @@ class CudaExecutor final : public Executor {
 
     const std::size_t bytes = p.output.bytes();
     DeviceBuffer first(std::max<std::size_t>(bytes, 1), stream.s), current(std::max<std::size_t>(bytes, 1), stream.s);
-    Event start, stop;
     GpuDigester digester(stream.s);
     // One untimed warm-up: lazy module loading and library set-up are not the op's cost.
     args.output = first.get();
     v.run(args);
     D9M_CUDA_CHECK(cudaStreamSynchronize(stream.s));
-    for (std::int64_t t = 0; t < trials; ++t) {
-      void* out = t == 0 ? first.get() : current.get();
-      // Poisoned so a variant that forgets to initialise its output cannot inherit last trial's.
-      D9M_CUDA_CHECK(cudaMemsetAsync(out, 0xA5, bytes, stream.s));
-      args.output = out;
-      D9M_CUDA_CHECK(cudaEventRecord(start.e, stream.s));
-      v.run(args);
-      D9M_CUDA_CHECK(cudaEventRecord(stop.e, stream.s));
-      D9M_CUDA_CHECK(cudaEventSynchronize(stop.e));
-      float ms = 0;
-      D9M_CUDA_CHECK(cudaEventElapsedTime(&ms, start.e, stop.e));
-      TrialResult r;
-      r.elapsed_ns = static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
-      r.digest = digester.digest(out, bytes).hex();
-      if (t > 0 && r.digest != outcome.trials.front().digest)
-        r.diff = digester.diff(p.output.dtype, first.get(), current.get(), p.output.numel());
-      outcome.trials.push_back(std::move(r));
-      if (after_trial && !after_trial(t + 1, trials)) break;
+
+    // Trials go in batches queued back to back on the stream -- poison, op between its events,
+    // digest, and the diff against the first trial (a no-op on the device when the digests are
+    // equal) -- and the host waits once per batch for every digest and diff of it. A batch is
+    // sized to about kBatchSeconds of the last batch's pace, so a slow op still reports every
+    // trial promptly (the worker's watchdog and progress) while a fast one is not dominated by
+    // one round trip per trial.
+    constexpr std::int64_t kMaxBatch = 64;
+    constexpr double kBatchSeconds = 0.05;
+    std::vector<Event> starts(kMaxBatch), stops(kMaxBatch);
+    DeviceBuffer digests((kMaxBatch + 1) * 16, stream.s), diffs(kMaxBatch * sizeof(GpuDiffSlot), stream.s);
+    std::uint64_t* first_digest = digests.get<std::uint64_t>() + 2 * kMaxBatch;  // trial 0's, kept
+    std::vector<std::uint64_t> host_digests(2 * (kMaxBatch + 1));
+    std::vector<GpuDiffSlot> host_diffs(kMaxBatch);
+    std::int64_t next_batch = 1;
+    bool stopped = false;
+    for (std::int64_t t0 = 0, batch = 0; t0 < trials && !stopped; t0 += batch) {
+      batch = std::min(next_batch, trials - t0);
+      const auto wall0 = std::chrono::steady_clock::now();
+      D9M_CUDA_CHECK(cudaMemsetAsync(diffs.get(), 0, static_cast<std::size_t>(batch) * sizeof(GpuDiffSlot), stream.s));
+      for (std::int64_t j = 0; j < batch; ++j) {
+        const std::int64_t t = t0 + j;
+        void* out = t == 0 ? first.get() : current.get();
+        // Poisoned so a variant that forgets to initialise its output cannot inherit last trial's.
+        D9M_CUDA_CHECK(cudaMemsetAsync(out, 0xA5, bytes, stream.s));
+        args.output = out;
+        D9M_CUDA_CHECK(cudaEventRecord(starts[j].e, stream.s));
+        v.run(args);
+        D9M_CUDA_CHECK(cudaEventRecord(stops[j].e, stream.s));
+        std::uint64_t* slot = t == 0 ? first_digest : digests.get<std::uint64_t>() + 2 * j;
+        digester.enqueue_digest(out, bytes, slot);
+        if (t > 0)
+          digester.enqueue_diff_if_different(p.output.dtype, first.get(), current.get(), p.output.numel(), first_digest,
+                                             slot, diffs.get<GpuDiffSlot>() + j);
+      }
+      D9M_CUDA_CHECK(cudaMemcpyAsync(host_digests.data(), digests.get(), host_digests.size() * 8, cudaMemcpyDeviceToHost, stream.s));
+      D9M_CUDA_CHECK(cudaMemcpyAsync(host_diffs.data(), diffs.get(), static_cast<std::size_t>(batch) * sizeof(GpuDiffSlot),
+                                     cudaMemcpyDeviceToHost, stream.s));
+      D9M_CUDA_CHECK(cudaStreamSynchronize(stream.s));
+      for (std::int64_t j = 0; j < batch && !stopped; ++j) {
+        const std::int64_t t = t0 + j;
+        float ms = 0;
+        D9M_CUDA_CHECK(cudaEventElapsedTime(&ms, starts[j].e, stops[j].e));
+        TrialResult r;
+        r.elapsed_ns = static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+        const std::uint64_t* h = t == 0 ? &host_digests[2 * kMaxBatch] : &host_digests[2 * j];
+        r.digest = Digest128{h[0], h[1]}.hex();
+        if (t > 0 && r.digest != outcome.trials.front().digest) r.diff = to_diff_stats(host_diffs[j]);
+        outcome.trials.push_back(std::move(r));
+        if (after_trial && !after_trial(t + 1, trials)) stopped = true;
+      }
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      const double per_trial = seconds / static_cast<double>(batch);
+      next_batch = per_trial > 0 ? std::clamp<std::int64_t>(static_cast<std::int64_t>(kBatchSeconds / per_trial), 1, kMaxBatch)
+                                 : kMaxBatch;
     }
     if (keep_first_output) {
       HostTensor host(p.output);

@@ -151,9 +151,104 @@ D9M_HD inline u64 merge_accs(const u64* acc, const u8* sec, u64 start) {
   return avalanche(r);
 }
 
+// Lane `lane` of init_acc, without indexing an array (which would put it in local memory).
+D9M_HD inline u64 init_lane(int lane) {
+  switch (lane) {
+    case 0: return kPrime32_3;
+    case 1: return kPrime64_1;
+    case 2: return kPrime64_2;
+    case 3: return kPrime64_3;
+    case 4: return kPrime64_4;
+    case 5: return kPrime32_2;
+    case 6: return kPrime64_5;
+    default: return kPrime32_1;
+  }
+}
+
 D9M_HD inline void init_acc(u64* acc) {
   acc[0] = kPrime32_3; acc[1] = kPrime64_1; acc[2] = kPrime64_2; acc[3] = kPrime64_3;
   acc[4] = kPrime64_4; acc[5] = kPrime32_2; acc[6] = kPrime64_5; acc[7] = kPrime32_1;
+}
+
+// ---- the long-input loop split into half stripes (the layout of the device digest) ----------
+//
+// accumulate_512 only adds to acc terms that depend on the data and the secret, never on acc
+// itself, so one block of 16 stripes acts as acc = scramble(acc + the sum of its stripes' terms),
+// and the sums may be formed in any order (64-bit wrapping addition). The device gives a warp one
+// block: thread t takes half stripe (s, h) = (t / 2, t % 2), i.e. 32 bytes feeding lanes
+// 4h..4h+3 (a lane and its xor-1 partner are always in the same half), and the 16 threads with
+// the same h sum their terms. The step after the full blocks (the partial block's stripes, then
+// the last stripe at len - 64 with its own key) is one more such sum, with no scramble after it.
+// hash_long_loop_by_halves below is that layout run on the host, tested against hash_long_loop.
+
+inline constexpr std::size_t kBlockLen = 1024;  // kStripe * (kSecretSize - kStripe) / kSecretConsume
+inline constexpr int kStripesPerBlock = 16;
+inline constexpr int kScrambleKey = kSecretSize - kStripe;                // 128
+inline constexpr int kLastStripeKey = kSecretSize - kStripe - kLastAccStart;  // 121
+
+D9M_HD inline std::size_t long_blocks(std::size_t len) { return (len - 1) / kBlockLen; }
+
+// Where half stripe (s, h) reads in step `step` of a long input (steps 0..blocks-1 are the full
+// blocks, step `blocks` the tail), and whether it uses the last stripe's key; nullptr when it
+// adds nothing in that step.
+struct HalfStripe {
+  const u8* data;
+  bool last_key;
+};
+D9M_HD inline HalfStripe half_stripe(const u8* in, std::size_t len, std::size_t step, int s, int h) {
+  const std::size_t blocks = long_blocks(len);
+  const std::size_t at = static_cast<std::size_t>(s) * kStripe + static_cast<std::size_t>(h) * 32;
+  if (step < blocks) return {in + step * kBlockLen + at, false};
+  const std::size_t tail_stripes = ((len - 1) - kBlockLen * blocks) / kStripe;  // 0..15
+  if (static_cast<std::size_t>(s) < tail_stripes) return {in + blocks * kBlockLen + at, false};
+  if (s == kStripesPerBlock - 1) return {in + len - kStripe + static_cast<std::size_t>(h) * 32, true};
+  return {nullptr, false};
+}
+
+// The keys of half stripe (s, h): for block stripes, for the last stripe, and for the scramble.
+D9M_HD inline void half_keys(int s, int h, u64* block_key, u64* last_key, u64* scramble_key) {
+  const u8* sec = secret();
+  for (int i = 0; i < 4; ++i) {
+    block_key[i] = read64(sec + s * kSecretConsume + h * 32 + 8 * i);
+    last_key[i] = read64(sec + kLastStripeKey + h * 32 + 8 * i);
+    scramble_key[i] = read64(sec + kScrambleKey + h * 32 + 8 * i);
+  }
+}
+
+// accumulate_512 restricted to lanes 4h..4h+3: `data` and `key` are the half stripe's 4 words.
+D9M_HD inline void add_half_terms(u64* inc, const u64* data, const u64* key) {
+  for (int i = 0; i < 4; ++i) {
+    const u64 k = data[i] ^ key[i];
+    inc[i ^ 1] += data[i];
+    inc[i] += (k & 0xFFFFFFFFULL) * (k >> 32);
+  }
+}
+
+D9M_HD inline u64 scramble_lane(u64 a, u64 key) {
+  a ^= a >> 47;
+  a ^= key;
+  return a * kPrime32_1;
+}
+
+// Host model of the device layout (same result as hash_long_loop; see the unit test).
+inline void hash_long_loop_by_halves(u64* acc, const u8* in, std::size_t len) {
+  const std::size_t blocks = long_blocks(len);
+  for (std::size_t step = 0; step <= blocks; ++step) {
+    u64 inc[8] = {};
+    for (int s = 0; s < kStripesPerBlock; ++s)
+      for (int h = 0; h < 2; ++h) {
+        const HalfStripe hs = half_stripe(in, len, step, s, h);
+        if (!hs.data) continue;
+        u64 block_key[4], last_key[4], scramble_key[4], data[4];
+        half_keys(s, h, block_key, last_key, scramble_key);
+        for (int i = 0; i < 4; ++i) data[i] = read64(hs.data + 8 * i);
+        add_half_terms(inc + 4 * h, data, hs.last_key ? last_key : block_key);
+      }
+    for (int lane = 0; lane < 8; ++lane) {
+      acc[lane] += inc[lane];
+      if (step < blocks) acc[lane] = scramble_lane(acc[lane], read64(secret() + kScrambleKey + 8 * lane));
+    }
+  }
 }
 
 // ---- XXH3-64 --------------------------------------------------------------------------------

@@ -38,8 +38,13 @@ std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
 
 TEST(GpuDigest, EqualsTheHostDigestOnManyLengths) {
   D9M_REQUIRE_GPU();
+  // Edges of both levels: a last leaf of 240/241 bytes (XXH3's short and long paths), leaf-value
+  // arrays of 30/31 leaves (240/248 bytes: the final hash's short and long paths), of 128 leaves
+  // (exactly one 1 KiB block, which XXH3 treats as zero full blocks plus a tail) and 129, 2048
+  // and 2049 leaves, and buffers too large for one resident grid of warps.
   std::vector<std::size_t> lengths = {0, 1, 3, 8, 16, 17, 240, 241, 4095, 4096, 4097, 8192 + 5, 3 * 4096 + 4000,
-                                      (5u << 20) + 3, 64u << 20};
+                                      3 * 4096 + 240, 3 * 4096 + 241, 30 * 4096, 31 * 4096, 128 * 4096, 129 * 4096 - 7,
+                                      2048 * 4096, 2049 * 4096 + 1, (5u << 20) + 3, 64u << 20, (256u << 20) + 4096 + 64};
   const CounterRng pick(5, 5);
   for (int i = 0; i < 20; ++i) lengths.push_back(pick.below(static_cast<std::uint64_t>(i), 2'000'000));
   GpuDigester digester(nullptr);
@@ -48,6 +53,51 @@ TEST(GpuDigest, EqualsTheHostDigestOnManyLengths) {
     DeviceCopy d(buf.data(), n);
     EXPECT_EQ(digester.digest(d.p, n).hex(), digest_v1(buf.data(), n).hex()) << "length " << n;
   }
+}
+
+TEST(GpuDigest, UnalignedBuffersDigestLikeTheHost) {
+  D9M_REQUIRE_GPU();
+  const auto buf = random_bytes(3 * 4096 + 999, 77);
+  DeviceCopy d(buf.data(), buf.size());
+  GpuDigester digester(nullptr);
+  for (std::size_t skip : {1u, 3u, 8u, 12u})
+    EXPECT_EQ(digester.digest(static_cast<const unsigned char*>(d.p) + skip, buf.size() - skip).hex(),
+              digest_v1(buf.data() + skip, buf.size() - skip).hex())
+        << "offset " << skip;
+}
+
+// The batched form: digests land in device slots, and the diff runs only where they differ.
+TEST(GpuDigest, QueuedDigestsAndDiffsEqualTheSynchronousOnes) {
+  D9M_REQUIRE_GPU();
+  const std::int64_t n = 300000;
+  std::vector<float> a(n), b(n);
+  const CounterRng rng(4, 4);
+  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] = rng.unit_symmetric(static_cast<std::uint64_t>(i));
+  b[123456] = std::nextafter(b[123456], 2.0f);
+  DeviceCopy da(a.data(), n * 4), db(b.data(), n * 4), da2(a.data(), n * 4);
+  std::vector<std::uint64_t> zeros(6 + 12, 0);
+  DeviceCopy slots(zeros.data(), zeros.size() * 8);  // 3 digests, then 3 diff slots (zeroed)
+  auto* digests = static_cast<std::uint64_t*>(slots.p);
+  auto* diffs = reinterpret_cast<GpuDiffSlot*>(digests + 6);
+  GpuDigester digester(nullptr);
+  digester.enqueue_digest(da.p, n * 4, digests);
+  digester.enqueue_digest(db.p, n * 4, digests + 2);
+  digester.enqueue_digest(da2.p, n * 4, digests + 4);
+  digester.enqueue_diff_if_different(DType::f32, da.p, db.p, n, digests, digests + 2, diffs + 1);
+  digester.enqueue_diff_if_different(DType::f32, da.p, da2.p, n, digests, digests + 4, diffs + 2);
+  std::vector<std::uint64_t> host(zeros.size());
+  D9M_CUDA_CHECK(cudaMemcpy(host.data(), slots.p, host.size() * 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ((Digest128{host[0], host[1]}.hex()), digest_v1(a.data(), n * 4).hex());
+  EXPECT_EQ((Digest128{host[2], host[3]}.hex()), digest_v1(b.data(), n * 4).hex());
+  EXPECT_EQ(host[4], host[0]);
+  GpuDiffSlot got[3];
+  std::memcpy(got, host.data() + 6, sizeof got);
+  const DiffStats differ = to_diff_stats(got[1]), same = to_diff_stats(got[2]);
+  EXPECT_EQ(differ.count, 1);
+  EXPECT_EQ(differ.first_index, 123456);
+  EXPECT_EQ(differ.max_ulp, 1);
+  EXPECT_EQ(same.count, 0);
+  EXPECT_EQ(same.first_index, -1);
 }
 
 TEST(GpuDigest, DiffStatsEqualTheHostOnes) {
@@ -115,6 +165,43 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
   }
   EXPECT_GT(checked, 0);
   EXPECT_GT(cross, 0);
+}
+
+// The executor's batched trial loop: every trial has its digest, diff stats exactly where its
+// digest differs from the first, and a callback that says stop is obeyed at that very trial.
+TEST(CudaExecutor, BatchedTrialsKeepEveryDigestDiffAndStop) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  const CatalogConfig* cc = nullptr;
+  for (const auto& c : cat.configs)
+    if (c.op->name == "scatter_add" && c.name == "collide_8192_into_16") cc = &c;
+  ASSERT_NE(cc, nullptr);
+  const auto inputs = make_inputs(*cc->op, cc->problem, cc->seed);
+  const auto* atomic = Registry::global().find_variant("scatter_add", "cuda.atomic");
+  auto ex = make_cuda_executor();
+  std::int64_t calls = 0;
+  const CaseOutcome out = ex->run(*atomic, cc->problem, inputs, 300, true, [&](std::int64_t done, std::int64_t total) {
+    EXPECT_EQ(done, ++calls);
+    EXPECT_EQ(total, 300);
+    return true;
+  });
+  ASSERT_EQ(out.trials.size(), 300u);
+  EXPECT_EQ(calls, 300);
+  int differing = 0;
+  for (std::size_t t = 1; t < out.trials.size(); ++t) {
+    const bool differs = out.trials[t].digest != out.trials[0].digest;
+    EXPECT_EQ(out.trials[t].diff.has_value(), differs) << "trial " << t;
+    if (differs) {
+      ++differing;
+      EXPECT_GT(out.trials[t].diff->count, 0) << "trial " << t;
+      EXPECT_GE(out.trials[t].diff->first_index, 0) << "trial " << t;
+    }
+    EXPECT_GT(out.trials[t].elapsed_ns, 0) << "trial " << t;
+  }
+  EXPECT_GT(differing, 0) << "8192 float atomics into 16 rows gave one digest in 300 trials";
+
+  const CaseOutcome stopped = ex->run(*atomic, cc->problem, inputs, 300, false, [](std::int64_t done, std::int64_t) { return done < 77; });
+  EXPECT_EQ(stopped.trials.size(), 77u);
 }
 
 TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
