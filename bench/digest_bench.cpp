@@ -3,8 +3,10 @@
 // with BM_MemoryRead/<bytes> in one run (these machines are noisy).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "harness/digest.h"
@@ -47,7 +49,16 @@ void BM_DigestV1(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_MemoryRead)->RangeMultiplier(16)->Range(4 << 10, 256 << 20)->UseRealTime();
+// One thread, then doubling up to every hardware thread of the machine it runs on (the scaling).
+std::vector<std::int64_t> thread_counts() {
+  const std::int64_t all = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::int64_t> counts;
+  for (std::int64_t t = 1; t < all; t *= 2) counts.push_back(t);
+  counts.push_back(all);
+  return counts;
+}
+
 BENCHMARK(BM_DigestV1)
-    ->ArgsProduct({benchmark::CreateRange(4 << 10, 256 << 20, 16), {1, 2}})
+    ->ArgsProduct({benchmark::CreateRange(4 << 10, 256 << 20, 16), thread_counts()})
     ->ArgNames({"bytes", "threads"})
     ->UseRealTime();  // worker threads do not show in the main thread's CPU time

@@ -83,9 +83,13 @@ cpu_rc=${PIPESTATUS[0]}
 
 if [[ -x $build/bench/d9m_bench ]]; then
   say "GPU benchmarks (docs/PERFORMANCE.md)"
-  "$build/bench/d9m_bench" --benchmark_filter='Gpu|DigestV1/bytes:268435456|MemoryRead/268435456' \
+  "$build/bench/d9m_bench" --benchmark_filter='Gpu|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead' \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee -a "$log"
 fi
+
+say "peer: d9m against a PyTorch loop on the GPU and a NumPy loop on the CPU (bench/peer)"
+bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" gpu 2>&1 | tee -a "$log"
+bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" cpu 2>&1 | tee -a "$log"
 
 say "reports"
 "$d9m" report --db "$out/d9m.sqlite" --format md -o "$out/report.md" 2>&1 | tee -a "$log"

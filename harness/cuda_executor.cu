@@ -120,8 +120,9 @@ class CudaExecutor final : public Executor {
     std::vector<Event> starts(kMaxBatch), stops(kMaxBatch);
     DeviceBuffer digests((kMaxBatch + 1) * 16, stream.s), diffs(kMaxBatch * sizeof(GpuDiffSlot), stream.s);
     std::uint64_t* first_digest = digests.get<std::uint64_t>() + 2 * kMaxBatch;  // trial 0's, kept
-    std::vector<std::uint64_t> host_digests(2 * (kMaxBatch + 1));
-    std::vector<GpuDiffSlot> host_diffs(kMaxBatch);
+    PinnedHostBuffer host_digest_buffer((kMaxBatch + 1) * 16), host_diff_buffer(kMaxBatch * sizeof(GpuDiffSlot));
+    auto* host_digests = host_digest_buffer.get<std::uint64_t>();
+    auto* host_diffs = host_diff_buffer.get<GpuDiffSlot>();
     std::int64_t next_batch = 1;
     bool stopped = false;
     for (std::int64_t t0 = 0, batch = 0; t0 < trials && !stopped; t0 += batch) {
@@ -143,8 +144,8 @@ class CudaExecutor final : public Executor {
           digester.enqueue_diff_if_different(p.output.dtype, first.get(), current.get(), p.output.numel(), first_digest,
                                              slot, diffs.get<GpuDiffSlot>() + j);
       }
-      D9M_CUDA_CHECK(cudaMemcpyAsync(host_digests.data(), digests.get(), host_digests.size() * 8, cudaMemcpyDeviceToHost, stream.s));
-      D9M_CUDA_CHECK(cudaMemcpyAsync(host_diffs.data(), diffs.get(), static_cast<std::size_t>(batch) * sizeof(GpuDiffSlot),
+      D9M_CUDA_CHECK(cudaMemcpyAsync(host_digests, digests.get(), host_digest_buffer.bytes(), cudaMemcpyDeviceToHost, stream.s));
+      D9M_CUDA_CHECK(cudaMemcpyAsync(host_diffs, diffs.get(), static_cast<std::size_t>(batch) * sizeof(GpuDiffSlot),
                                      cudaMemcpyDeviceToHost, stream.s));
       D9M_CUDA_CHECK(cudaStreamSynchronize(stream.s));
       for (std::int64_t j = 0; j < batch && !stopped; ++j) {

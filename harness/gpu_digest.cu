@@ -28,10 +28,9 @@ __device__ inline void load_half(u64* d, const u8* p) {
   }
 }
 
-// Thread (s, h)'s terms for one step, summed over the 16 threads of the warp with the same h
-// (xor over lane bits 1..4): afterwards every thread holds lanes 4h..4h+3 of the step's sum.
-__device__ inline void step_sum(u64* inc, const u8* in, std::size_t len, std::size_t step, int s, int h,
-                                const u64* block_key, const u64* last_key) {
+// Thread (s, h)'s terms for one step of a long input (no data, no terms: zeros).
+__device__ inline void step_terms(u64* inc, const u8* in, std::size_t len, std::size_t step, int s, int h,
+                                  const u64* block_key, const u64* last_key) {
   for (int i = 0; i < 4; ++i) inc[i] = 0;
   const xxh3::HalfStripe hs = xxh3::half_stripe(in, len, step, s, h);
   if (hs.data) {
@@ -40,8 +39,19 @@ __device__ inline void step_sum(u64* inc, const u8* in, std::size_t len, std::si
     for (int i = 0; i < 4; ++i) key[i] = hs.last_key ? last_key[i] : block_key[i];  // no pointer: registers
     xxh3::add_half_terms(inc, d, key);
   }
+}
+
+// Summed over the 16 threads of the warp with the same h (xor over lane bits 1..4): afterwards
+// every thread holds lanes 4h..4h+3 of the step's sum.
+__device__ inline void warp_sum_half(u64* inc) {
   for (int m = 2; m < 32; m <<= 1)
     for (int i = 0; i < 4; ++i) inc[i] += __shfl_xor_sync(0xffffffffu, inc[i], m);
+}
+
+__device__ inline void step_sum(u64* inc, const u8* in, std::size_t len, std::size_t step, int s, int h,
+                                const u64* block_key, const u64* last_key) {
+  step_terms(inc, in, len, step, s, h, block_key, last_key);
+  warp_sum_half(inc);
 }
 
 // Kept out of line: XXH3's short paths need many registers, and only a last leaf takes them.
@@ -50,7 +60,7 @@ __device__ __noinline__ u64 short_leaf(const u8* in, std::size_t len) { return x
 // Leaves: one warp per 4096-byte leaf (coalesced: a warp reads each 1 KiB block at once), warps
 // striding over the leaves so the keys are read once per thread. A leaf of 240 bytes or fewer
 // (only ever the last) takes XXH3's short paths on one thread.
-__global__ void leaf_kernel(const u8* data, std::size_t bytes, std::size_t leaves, u64* out) {
+__global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_t bytes, std::size_t leaves, u64* out) {
   const int t = threadIdx.x & 31, s = t >> 1, h = t & 1;
   u64 block_key[4], last_key[4], scramble_key[4];
   xxh3::half_keys(s, h, block_key, last_key, scramble_key);
@@ -64,17 +74,25 @@ __global__ void leaf_kernel(const u8* data, std::size_t bytes, std::size_t leave
       if (t == 0) out[leaf] = short_leaf(in, len);
       continue;
     }
-    u64 acc[4], inc[4];
+    // All of the leaf's loads first (a leaf has at most 3 full blocks and the tail), so a warp
+    // waits for memory once per leaf rather than once per block.
+    const std::size_t blocks = xxh3::long_blocks(len);
+    u64 terms[4][4];
+#pragma unroll
+    for (int step = 0; step < 4; ++step)
+      if (static_cast<std::size_t>(step) <= blocks) step_terms(terms[step], in, len, step, s, h, block_key, last_key);
+    u64 acc[4];
     for (int i = 0; i < 4; ++i) acc[i] = xxh3::init_lane(4 * h + i);
-    const std::size_t blocks = xxh3::long_blocks(len);  // at most 3 in a leaf
-    for (std::size_t step = 0; step < blocks; ++step) {
-      step_sum(inc, in, len, step, s, h, block_key, last_key);
-      for (int i = 0; i < 4; ++i) acc[i] = xxh3::scramble_lane(acc[i] + inc[i], scramble_key[i]);
+#pragma unroll
+    for (int step = 0; step < 4; ++step) {
+      if (static_cast<std::size_t>(step) > blocks) break;  // the same for the whole warp
+      warp_sum_half(terms[step]);
+      for (int i = 0; i < 4; ++i)
+        acc[i] = static_cast<std::size_t>(step) < blocks ? xxh3::scramble_lane(acc[i] + terms[step][i], scramble_key[i])
+                                                         : acc[i] + terms[step][i];
     }
-    step_sum(inc, in, len, blocks, s, h, block_key, last_key);
     u64 all[8];
     for (int i = 0; i < 4; ++i) {
-      acc[i] += inc[i];
       all[i] = acc[i];                                      // lanes 0..3 as thread 0 holds them
       all[4 + i] = __shfl_sync(0xffffffffu, acc[i], 1);  // lanes 4..7 from thread 1
     }
@@ -128,6 +146,38 @@ __global__ void chain_kernel(const u64* sums, std::size_t len, u64* out) {
   }
 }
 
+// Leaf-value arrays of up to kFusedSteps steps (32 KiB: buffers up to 16 MiB) take one launch:
+// a warp per step into shared memory, then the chain and the merges.
+constexpr std::size_t kFusedSteps = 32;
+
+__global__ void final_fused_kernel(const u8* in, std::size_t len, u64* out) {
+  __shared__ u64 sums[kFusedSteps * 8];
+  __shared__ u64 acc_all[8];
+  const int t = threadIdx.x & 31, s = t >> 1, h = t & 1;
+  u64 block_key[4], last_key[4], scramble_key[4], inc[4];
+  xxh3::half_keys(s, h, block_key, last_key, scramble_key);
+  const std::size_t blocks = xxh3::long_blocks(len);
+  for (std::size_t step = threadIdx.x >> 5; step <= blocks; step += blockDim.x >> 5) {
+    step_sum(inc, in, len, step, s, h, block_key, last_key);
+    if (t < 2)
+      for (int i = 0; i < 4; ++i) sums[step * 8 + 4 * h + i] = inc[i];
+  }
+  __syncthreads();
+  if (threadIdx.x < 8) {
+    const int lane = threadIdx.x;
+    const u64 key = xxh3::read64(xxh3::secret() + xxh3::kScrambleKey + 8 * lane);
+    u64 acc = xxh3::init_lane(lane);
+    for (std::size_t b = 0; b < blocks; ++b) acc = xxh3::scramble_lane(acc + sums[b * 8 + lane], key);
+    acc_all[lane] = acc + sums[blocks * 8 + lane];
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const u8* sec = xxh3::secret();
+    out[0] = xxh3::merge_accs(acc_all, sec + xxh3::kSecretSize - 64 - xxh3::kMergeStart, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
+    out[1] = xxh3::merge_accs(acc_all, sec + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+  }
+}
+
 // Short leaf-value arrays (240 bytes or fewer: up to 30 leaves, 120 KiB of data).
 __global__ void final_short_kernel(const u64* leaves, std::size_t leaf_count, u64* out) {
   const xxh3::U128 h = xxh3::hash128(leaves, leaf_count * 8);
@@ -171,7 +221,7 @@ __global__ void diff_kernel(DType dtype, const void* a, const void* b, std::int6
 
 }  // namespace
 
-GpuDigester::GpuDigester(cudaStream_t stream) : stream_(stream) {
+GpuDigester::GpuDigester(cudaStream_t stream) : stream_(stream), host_(sizeof(GpuDiffSlot)) {
   int device = 0, sms = 0;
   D9M_CUDA_CHECK(cudaGetDevice(&device));
   D9M_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -191,7 +241,7 @@ void GpuDigester::enqueue_digest(const void* data, std::size_t bytes, u64* diges
   const std::size_t leaf_bytes = leaves * 8;
   const std::size_t steps = leaf_bytes > 240 ? xxh3::long_blocks(leaf_bytes) + 1 : 0;
   if (leaves_.bytes() < std::max<std::size_t>(leaf_bytes, 8)) leaves_ = DeviceBuffer(std::max<std::size_t>(leaf_bytes, 8), stream_);
-  if (steps && sums_.bytes() < steps * 64) sums_ = DeviceBuffer(steps * 64, stream_);
+  if (steps > kFusedSteps && sums_.bytes() < steps * 64) sums_ = DeviceBuffer(steps * 64, stream_);
   const auto blocks_for_warps = [&](std::size_t warps) {
     return static_cast<unsigned>(std::min<std::size_t>((warps + 7) / 8, max_blocks_));
   };
@@ -200,10 +250,12 @@ void GpuDigester::enqueue_digest(const void* data, std::size_t bytes, u64* diges
                                                                 leaves_.get<u64>());
     D9M_CUDA_CHECK_LAUNCH();
   }
-  if (steps) {
+  if (steps > kFusedSteps) {
     step_sums_kernel<<<blocks_for_warps(steps), 256, 0, stream_>>>(leaves_.get<u8>(), leaf_bytes, sums_.get<u64>());
     D9M_CUDA_CHECK_LAUNCH();
     chain_kernel<<<1, 256, 0, stream_>>>(sums_.get<u64>(), leaf_bytes, digest_slot);
+  } else if (steps) {
+    final_fused_kernel<<<1, static_cast<unsigned>(32 * steps), 0, stream_>>>(leaves_.get<u8>(), leaf_bytes, digest_slot);
   } else {
     final_short_kernel<<<1, 1, 0, stream_>>>(leaves_.get<u64>(), leaves, digest_slot);
   }
@@ -220,8 +272,8 @@ void GpuDigester::enqueue_diff_if_different(DType dtype, const void* first, cons
 Digest128 GpuDigester::digest(const void* data, std::size_t bytes) {
   if (result_.bytes() < sizeof(GpuDiffSlot)) result_ = DeviceBuffer(sizeof(GpuDiffSlot), stream_);
   enqueue_digest(data, bytes, result_.get<u64>());
-  std::uint64_t h[2];
-  D9M_CUDA_CHECK(cudaMemcpyAsync(h, result_.get(), sizeof h, cudaMemcpyDeviceToHost, stream_));
+  auto* h = host_.get<std::uint64_t>();
+  D9M_CUDA_CHECK(cudaMemcpyAsync(h, result_.get(), 16, cudaMemcpyDeviceToHost, stream_));
   D9M_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return {h[0], h[1]};
 }
@@ -230,10 +282,10 @@ DiffStats GpuDigester::diff(DType dtype, const void* first, const void* other, s
   if (result_.bytes() < sizeof(GpuDiffSlot)) result_ = DeviceBuffer(sizeof(GpuDiffSlot), stream_);
   D9M_CUDA_CHECK(cudaMemsetAsync(result_.get(), 0, sizeof(GpuDiffSlot), stream_));
   enqueue_diff_if_different(dtype, first, other, elements, nullptr, nullptr, result_.get<GpuDiffSlot>());
-  GpuDiffSlot d{};
-  D9M_CUDA_CHECK(cudaMemcpyAsync(&d, result_.get(), sizeof d, cudaMemcpyDeviceToHost, stream_));
+  auto* d = host_.get<GpuDiffSlot>();
+  D9M_CUDA_CHECK(cudaMemcpyAsync(d, result_.get(), sizeof *d, cudaMemcpyDeviceToHost, stream_));
   D9M_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  return to_diff_stats(d);
+  return to_diff_stats(*d);
 }
 
 }  // namespace d9m

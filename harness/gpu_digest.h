@@ -44,6 +44,7 @@ class GpuDigester {
   cudaStream_t stream_;
   unsigned max_blocks_ = 1;
   DeviceBuffer leaves_, sums_, result_;
+  PinnedHostBuffer host_;  // the synchronous results land here: a pageable copy would be staged
 };
 
 }  // namespace d9m

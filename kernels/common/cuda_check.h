@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -69,6 +70,22 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
+};
+
+// Page-locked host memory, so a device-to-host copy is one DMA instead of a staged copy.
+class PinnedHostBuffer {
+ public:
+  explicit PinnedHostBuffer(std::size_t bytes) : bytes_(bytes) { D9M_CUDA_CHECK(cudaMallocHost(&ptr_, std::max<std::size_t>(bytes, 1))); }
+  ~PinnedHostBuffer() { cudaFreeHost(ptr_); }
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+
+  template <class T = void> T* get() const { return static_cast<T*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 inline unsigned blocks_for(std::size_t n, unsigned threads = 256) {

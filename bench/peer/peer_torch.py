@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""What a user does without d9m on a GPU: run an op N times with PyTorch on CUDA, compare every
+output with the first (torch.equal, on the device) and hash it (hashlib, after copying it to the
+host), then count the distinct hashes. Runs unsorted_segment_sum as Tensor.index_add_ (PyTorch's
+scatter-add, atomic on CUDA) on the inputs d9m saved with --save-outputs, like peer_numpy.py.
+
+    peer_torch.py DIR N      DIR = <save-outputs>/unsorted_segment_sum/<config>
+Prints one line: "peer trials=N seconds=S distinct=K".
+"""
+import hashlib
+import json
+import sys
+import time
+
+start = time.perf_counter()
+import numpy as np  # noqa: E402  (the imports are part of what the user's script costs)
+import torch  # noqa: E402
+
+folder, n = sys.argv[1], int(sys.argv[2])
+config = json.load(open(folder + "/config.json"))
+data = np.load(folder + "/inputs/data.npy")
+ids = np.load(folder + "/inputs/segment_ids.npy")
+segments = config["params"]["num_segments"]
+keep = ids >= 0                       # TensorFlow drops negative ids
+device = torch.device("cuda")
+data_t = torch.from_numpy(data[keep]).to(device)
+ids_t = torch.from_numpy(ids[keep].astype(np.int64)).to(device)
+first, digests = None, set()
+for _ in range(n):
+    out = torch.zeros((segments, data.shape[1]), dtype=torch.float32, device=device)
+    out.index_add_(0, ids_t, data_t)
+    if first is None:
+        first = out.clone()
+    elif not torch.equal(out, first):
+        pass                          # a user would log it; the hash below counts it
+    digests.add(hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest())
+torch.cuda.synchronize()
+print(f"peer trials={n} seconds={time.perf_counter() - start:.6f} distinct={len(digests)}")
