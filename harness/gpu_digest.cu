@@ -28,30 +28,71 @@ __device__ inline void load_half(u64* d, const u8* p) {
   }
 }
 
-// Thread (s, h)'s terms for one step of a long input (no data, no terms: zeros).
-__device__ inline void step_terms(u64* inc, const u8* in, std::size_t len, std::size_t step, int s, int h,
-                                  const u64* block_key, const u64* last_key) {
+// The keys as aligned words, read through the L1 cache: a warp's 32 threads read different
+// keys, which constant memory would serialise (and byte-wise read64 eight times over).
+struct KeyTable {
+  u64 word[xxh3::kSecretSize / 8];  // the secret as little-endian words (block and scramble keys)
+  u64 last[8];                      // the last stripe's keys, secret + 121 + 8 * lane (unaligned)
+};
+constexpr KeyTable make_key_table() {
+  KeyTable k{};
+  for (int w = 0; w < xxh3::kSecretSize / 8; ++w)
+    for (int b = 7; b >= 0; --b) k.word[w] = (k.word[w] << 8) | xxh3::kSecretHost[8 * w + b];
+  for (int l = 0; l < 8; ++l)
+    for (int b = 7; b >= 0; --b) k.last[l] = (k.last[l] << 8) | xxh3::kSecretHost[xxh3::kLastStripeKey + 8 * l + b];
+  return k;
+}
+__device__ const KeyTable kKeys = make_key_table();
+
+// One thread's view of the warp layout: half stripe (s, h) = (t / 2, t % 2) feeds lanes
+// 4h..4h+3; after the reduce-scatter below the thread holds the sum of lane
+// lane = 4h + 2 * bit4(t) + bit3(t), replicated on the 4 threads that differ in bits 1 and 2.
+struct WarpSlot {
+  int t, s, h, lane;
+  u64 block_key[4], last_key[4], scramble_key;
+  __device__ explicit WarpSlot(int thread) : t(thread), s(thread >> 1), h(thread & 1) {
+    lane = 4 * h + 2 * ((t >> 4) & 1) + ((t >> 3) & 1);
+    for (int i = 0; i < 4; ++i) {
+      block_key[i] = __ldg(&kKeys.word[s + 4 * h + i]);
+      last_key[i] = __ldg(&kKeys.last[4 * h + i]);
+    }
+    scramble_key = __ldg(&kKeys.word[xxh3::kScrambleKey / 8 + lane]);
+  }
+  // The thread holding lane l after the reduce-scatter (bits 1 and 2 clear).
+  __device__ static int holder(int l) { return 16 * ((l >> 1) & 1) + 8 * (l & 1) + (l >> 2); }
+};
+
+// Thread's terms for one step of a long input, lanes 4h..4h+3 (no data, no terms: zeros).
+__device__ inline void step_terms(u64* inc, const u8* in, std::size_t len, std::size_t step, const WarpSlot& w) {
   for (int i = 0; i < 4; ++i) inc[i] = 0;
-  const xxh3::HalfStripe hs = xxh3::half_stripe(in, len, step, s, h);
+  const xxh3::HalfStripe hs = xxh3::half_stripe(in, len, step, w.s, w.h);
   if (hs.data) {
     u64 d[4], key[4];
     load_half(d, hs.data);
-    for (int i = 0; i < 4; ++i) key[i] = hs.last_key ? last_key[i] : block_key[i];  // no pointer: registers
+    for (int i = 0; i < 4; ++i) key[i] = hs.last_key ? w.last_key[i] : w.block_key[i];  // registers, not a pointer
     xxh3::add_half_terms(inc, d, key);
   }
 }
 
-// Summed over the 16 threads of the warp with the same h (xor over lane bits 1..4): afterwards
-// every thread holds lanes 4h..4h+3 of the step's sum.
-__device__ inline void warp_sum_half(u64* inc) {
-  for (int m = 2; m < 32; m <<= 1)
-    for (int i = 0; i < 4; ++i) inc[i] += __shfl_xor_sync(0xffffffffu, inc[i], m);
+// Sums the 16 threads with the same h (lane bits 1..4) and leaves each thread one lane, w.lane:
+// exchange half of the 4 values across bit 4, half of the remaining 2 across bit 3, then
+// add across bits 2 and 1 -- 5 shuffles of 64 bits instead of 16 for an all-reduce.
+__device__ inline u64 reduce_scatter(const u64* inc, const WarpSlot& w) {
+  const bool b4 = (w.t >> 4) & 1, b3 = (w.t >> 3) & 1;
+  u64 k0 = b4 ? inc[2] : inc[0], k1 = b4 ? inc[3] : inc[1];
+  const u64 g0 = b4 ? inc[0] : inc[2], g1 = b4 ? inc[1] : inc[3];
+  k0 += __shfl_xor_sync(0xffffffffu, g0, 16);
+  k1 += __shfl_xor_sync(0xffffffffu, g1, 16);
+  u64 m = b3 ? k1 : k0;
+  m += __shfl_xor_sync(0xffffffffu, b3 ? k0 : k1, 8);
+  m += __shfl_xor_sync(0xffffffffu, m, 4);
+  m += __shfl_xor_sync(0xffffffffu, m, 2);
+  return m;
 }
 
-__device__ inline void step_sum(u64* inc, const u8* in, std::size_t len, std::size_t step, int s, int h,
-                                const u64* block_key, const u64* last_key) {
-  step_terms(inc, in, len, step, s, h, block_key, last_key);
-  warp_sum_half(inc);
+// The 8 lanes, on every thread of the warp.
+__device__ inline void gather_lanes(u64 acc, u64* all) {
+  for (int l = 0; l < 8; ++l) all[l] = __shfl_sync(0xffffffffu, acc, WarpSlot::holder(l));
 }
 
 // Kept out of line: XXH3's short paths need many registers, and only a last leaf takes them.
@@ -61,9 +102,7 @@ __device__ __noinline__ u64 short_leaf(const u8* in, std::size_t len) { return x
 // striding over the leaves so the keys are read once per thread. A leaf of 240 bytes or fewer
 // (only ever the last) takes XXH3's short paths on one thread.
 __global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_t bytes, std::size_t leaves, u64* out) {
-  const int t = threadIdx.x & 31, s = t >> 1, h = t & 1;
-  u64 block_key[4], last_key[4], scramble_key[4];
-  xxh3::half_keys(s, h, block_key, last_key, scramble_key);
+  const WarpSlot w(threadIdx.x & 31);
   const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x >> 5);
   for (std::size_t leaf = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) >> 5; leaf < leaves;
        leaf += warps) {
@@ -71,7 +110,7 @@ __global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_
     const std::size_t len = bytes - off < kDigestLeafBytes ? bytes - off : kDigestLeafBytes;
     const u8* in = data + off;
     if (len <= 240) {
-      if (t == 0) out[leaf] = short_leaf(in, len);
+      if (w.t == 0) out[leaf] = short_leaf(in, len);
       continue;
     }
     // All of the leaf's loads first (a leaf has at most 3 full blocks and the tail), so a warp
@@ -80,41 +119,43 @@ __global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_
     u64 terms[4][4];
 #pragma unroll
     for (int step = 0; step < 4; ++step)
-      if (static_cast<std::size_t>(step) <= blocks) step_terms(terms[step], in, len, step, s, h, block_key, last_key);
-    u64 acc[4];
-    for (int i = 0; i < 4; ++i) acc[i] = xxh3::init_lane(4 * h + i);
+      if (static_cast<std::size_t>(step) <= blocks) step_terms(terms[step], in, len, step, w);
+    u64 acc = xxh3::init_lane(w.lane);
 #pragma unroll
     for (int step = 0; step < 4; ++step) {
       if (static_cast<std::size_t>(step) > blocks) break;  // the same for the whole warp
-      warp_sum_half(terms[step]);
-      for (int i = 0; i < 4; ++i)
-        acc[i] = static_cast<std::size_t>(step) < blocks ? xxh3::scramble_lane(acc[i] + terms[step][i], scramble_key[i])
-                                                         : acc[i] + terms[step][i];
+      acc += reduce_scatter(terms[step], w);
+      if (static_cast<std::size_t>(step) < blocks) acc = xxh3::scramble_lane(acc, w.scramble_key);
     }
     u64 all[8];
-    for (int i = 0; i < 4; ++i) {
-      all[i] = acc[i];                                      // lanes 0..3 as thread 0 holds them
-      all[4 + i] = __shfl_sync(0xffffffffu, acc[i], 1);  // lanes 4..7 from thread 1
-    }
-    if (t == 0) out[leaf] = xxh3::merge_accs(all, xxh3::secret() + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+    gather_lanes(acc, all);
+    if (w.t == 0) out[leaf] = xxh3::merge_accs(all, xxh3::secret() + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
   }
 }
 
 // The final XXH3-128 over the leaf values, when they are longer than 240 bytes: first every
 // step's sum, one warp per 1 KiB block (they do not depend on one another), then the short
 // sequential part -- add and scramble per block, 8 lanes on 8 threads -- and the two merges.
-__global__ void step_sums_kernel(const u8* in, std::size_t len, u64* sums) {
-  const int t = threadIdx.x & 31, s = t >> 1, h = t & 1;
-  u64 block_key[4], last_key[4], scramble_key[4], inc[4];
-  xxh3::half_keys(s, h, block_key, last_key, scramble_key);
+__device__ inline void step_sums(const u8* in, std::size_t len, std::size_t first_step, std::size_t stride, u64* sums) {
+  const WarpSlot w(threadIdx.x & 31);
   const std::size_t steps = xxh3::long_blocks(len) + 1;
-  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x >> 5);
-  for (std::size_t step = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) >> 5; step < steps;
-       step += warps) {
-    step_sum(inc, in, len, step, s, h, block_key, last_key);
-    if (t < 2)
-      for (int i = 0; i < 4; ++i) sums[step * 8 + 4 * h + i] = inc[i];
+  for (std::size_t step = first_step; step < steps; step += stride) {
+    u64 inc[4];
+    step_terms(inc, in, len, step, w);
+    const u64 sum = reduce_scatter(inc, w);
+    if (((w.t >> 1) & 3) == 0) sums[step * 8 + w.lane] = sum;
   }
+}
+
+__device__ inline void merge_final(const u64* acc_all, std::size_t len, u64* out) {
+  const u8* sec = xxh3::secret();
+  out[0] = xxh3::merge_accs(acc_all, sec + xxh3::kSecretSize - 64 - xxh3::kMergeStart, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
+  out[1] = xxh3::merge_accs(acc_all, sec + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+}
+
+__global__ void step_sums_kernel(const u8* in, std::size_t len, u64* sums) {
+  step_sums(in, len, (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) >> 5,
+            static_cast<std::size_t>(gridDim.x) * (blockDim.x >> 5), sums);
 }
 
 constexpr int kChainTile = 256;  // steps staged in shared memory at a time
@@ -127,7 +168,7 @@ __global__ void chain_kernel(const u64* sums, std::size_t len, u64* out) {
   u64 acc = 0, key = 0;
   if (lane < 8) {
     acc = xxh3::init_lane(lane);
-    key = xxh3::read64(xxh3::secret() + xxh3::kScrambleKey + 8 * lane);
+    key = kKeys.word[xxh3::kScrambleKey / 8 + lane];
   }
   for (std::size_t base = 0; base < blocks; base += kChainTile) {
     const std::size_t n = blocks - base < kChainTile ? blocks - base : kChainTile;
@@ -139,11 +180,7 @@ __global__ void chain_kernel(const u64* sums, std::size_t len, u64* out) {
   }
   if (lane < 8) acc_all[lane] = acc + sums[blocks * 8 + lane];
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const u8* sec = xxh3::secret();
-    out[0] = xxh3::merge_accs(acc_all, sec + xxh3::kSecretSize - 64 - xxh3::kMergeStart, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
-    out[1] = xxh3::merge_accs(acc_all, sec + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
-  }
+  if (threadIdx.x == 0) merge_final(acc_all, len, out);
 }
 
 // Leaf-value arrays of up to kFusedSteps steps (32 KiB: buffers up to 16 MiB) take one launch:
@@ -153,29 +190,18 @@ constexpr std::size_t kFusedSteps = 32;
 __global__ void final_fused_kernel(const u8* in, std::size_t len, u64* out) {
   __shared__ u64 sums[kFusedSteps * 8];
   __shared__ u64 acc_all[8];
-  const int t = threadIdx.x & 31, s = t >> 1, h = t & 1;
-  u64 block_key[4], last_key[4], scramble_key[4], inc[4];
-  xxh3::half_keys(s, h, block_key, last_key, scramble_key);
-  const std::size_t blocks = xxh3::long_blocks(len);
-  for (std::size_t step = threadIdx.x >> 5; step <= blocks; step += blockDim.x >> 5) {
-    step_sum(inc, in, len, step, s, h, block_key, last_key);
-    if (t < 2)
-      for (int i = 0; i < 4; ++i) sums[step * 8 + 4 * h + i] = inc[i];
-  }
+  step_sums(in, len, threadIdx.x >> 5, blockDim.x >> 5, sums);
   __syncthreads();
+  const std::size_t blocks = xxh3::long_blocks(len);
   if (threadIdx.x < 8) {
     const int lane = threadIdx.x;
-    const u64 key = xxh3::read64(xxh3::secret() + xxh3::kScrambleKey + 8 * lane);
+    const u64 key = kKeys.word[xxh3::kScrambleKey / 8 + lane];
     u64 acc = xxh3::init_lane(lane);
     for (std::size_t b = 0; b < blocks; ++b) acc = xxh3::scramble_lane(acc + sums[b * 8 + lane], key);
     acc_all[lane] = acc + sums[blocks * 8 + lane];
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const u8* sec = xxh3::secret();
-    out[0] = xxh3::merge_accs(acc_all, sec + xxh3::kSecretSize - 64 - xxh3::kMergeStart, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
-    out[1] = xxh3::merge_accs(acc_all, sec + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
-  }
+  if (threadIdx.x == 0) merge_final(acc_all, len, out);
 }
 
 // Short leaf-value arrays (240 bytes or fewer: up to 30 leaves, 120 KiB of data).
