@@ -13,18 +13,18 @@ namespace {
 using xxh3::u64;
 using xxh3::u8;
 
-// The half stripe's 32 bytes: two 16-byte loads where aligned (every full block of a buffer from
+// A quarter stripe's 16 bytes: one 16-byte load where aligned (every full block of a buffer from
 // cudaMalloc), byte loads otherwise (a last stripe at an odd length, or an unaligned caller).
-__device__ __noinline__ void load_half_unaligned(u64* d, const u8* p) {
-  for (int i = 0; i < 4; ++i) d[i] = xxh3::read64(p + 8 * i);
+__device__ __noinline__ void load_quarter_unaligned(u64* d, const u8* p) {
+  d[0] = xxh3::read64(p);
+  d[1] = xxh3::read64(p + 8);
 }
-__device__ inline void load_half(u64* d, const u8* p) {
+__device__ inline void load_quarter(u64* d, const u8* p) {
   if ((reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
     const ulonglong2 a = __ldg(reinterpret_cast<const ulonglong2*>(p));
-    const ulonglong2 b = __ldg(reinterpret_cast<const ulonglong2*>(p) + 1);
-    d[0] = a.x, d[1] = a.y, d[2] = b.x, d[3] = b.y;
+    d[0] = a.x, d[1] = a.y;
   } else {
-    load_half_unaligned(d, p);
+    load_quarter_unaligned(d, p);
   }
 }
 
@@ -44,49 +44,48 @@ constexpr KeyTable make_key_table() {
 }
 __device__ const KeyTable kKeys = make_key_table();
 
-// One thread's view of the warp layout: half stripe (s, h) = (t / 2, t % 2) feeds lanes
-// 4h..4h+3; after the reduce-scatter below the thread holds the sum of lane
-// lane = 4h + 2 * bit4(t) + bit3(t), replicated on the 4 threads that differ in bits 1 and 2.
+// One thread's view of the warp layout (xxh3_hd.h): in load r it reads quarter q = t % 4 of
+// stripe 8r + t / 4, feeding lanes 2q and 2q + 1. After the reduce-scatter below it holds the
+// sum of lane 2q + bit4(t), replicated on the 4 threads that differ in bits 2 and 3.
 struct WarpSlot {
-  int t, s, h, lane;
-  u64 block_key[4], last_key[4], scramble_key;
-  __device__ explicit WarpSlot(int thread) : t(thread), s(thread >> 1), h(thread & 1) {
-    lane = 4 * h + 2 * ((t >> 4) & 1) + ((t >> 3) & 1);
-    for (int i = 0; i < 4; ++i) {
-      block_key[i] = __ldg(&kKeys.word[s + 4 * h + i]);
-      last_key[i] = __ldg(&kKeys.last[4 * h + i]);
-    }
+  int t, q, row, lane;
+  u64 block_key[4], last_key[2], scramble_key;  // block_key[2r + i]: stripe 8r + row, lane 2q + i
+  __device__ explicit WarpSlot(int thread) : t(thread), q(thread & 3), row(thread >> 2) {
+    lane = 2 * q + ((t >> 4) & 1);
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 2; ++i) block_key[2 * r + i] = __ldg(&kKeys.word[8 * r + row + 2 * q + i]);
+    for (int i = 0; i < 2; ++i) last_key[i] = __ldg(&kKeys.last[2 * q + i]);
     scramble_key = __ldg(&kKeys.word[xxh3::kScrambleKey / 8 + lane]);
   }
-  // The thread holding lane l after the reduce-scatter (bits 1 and 2 clear).
-  __device__ static int holder(int l) { return 16 * ((l >> 1) & 1) + 8 * (l & 1) + (l >> 2); }
+  // The thread holding lane l after the reduce-scatter (bits 2 and 3 clear).
+  __device__ static int holder(int l) { return 16 * (l & 1) + (l >> 1); }
 };
 
-// Thread's terms for one step of a long input, lanes 4h..4h+3 (no data, no terms: zeros).
+// The thread's terms for one step of a long input, lanes 2q and 2q + 1 (no data: zeros). Both
+// loads are issued before either is used.
 __device__ inline void step_terms(u64* inc, const u8* in, std::size_t len, std::size_t step, const WarpSlot& w) {
-  for (int i = 0; i < 4; ++i) inc[i] = 0;
-  const xxh3::HalfStripe hs = xxh3::half_stripe(in, len, step, w.s, w.h);
-  if (hs.data) {
-    u64 d[4], key[4];
-    load_half(d, hs.data);
-    for (int i = 0; i < 4; ++i) key[i] = hs.last_key ? w.last_key[i] : w.block_key[i];  // registers, not a pointer
-    xxh3::add_half_terms(inc, d, key);
-  }
+  inc[0] = inc[1] = 0;
+  const xxh3::QuarterStripe qs[2] = {xxh3::quarter_stripe(in, len, step, w.row, w.q),
+                                     xxh3::quarter_stripe(in, len, step, 8 + w.row, w.q)};
+  u64 d[2][2];
+  for (int r = 0; r < 2; ++r)
+    if (qs[r].data) load_quarter(d[r], qs[r].data);
+  for (int r = 0; r < 2; ++r)
+    if (qs[r].data) {
+      u64 key[2];
+      for (int i = 0; i < 2; ++i) key[i] = qs[r].last_key ? w.last_key[i] : w.block_key[2 * r + i];  // registers
+      xxh3::add_quarter_terms(inc, d[r], key);
+    }
 }
 
-// Sums the 16 threads with the same h (lane bits 1..4) and leaves each thread one lane, w.lane:
-// exchange half of the 4 values across bit 4, half of the remaining 2 across bit 3, then
-// add across bits 2 and 1 -- 5 shuffles of 64 bits instead of 16 for an all-reduce.
+// Sums the 8 threads with the same q (lane bits 2..4) and leaves each thread one lane, w.lane:
+// exchange one of the 2 values across bit 4, then add across bits 3 and 2 -- 3 shuffles of 64
+// bits per step.
 __device__ inline u64 reduce_scatter(const u64* inc, const WarpSlot& w) {
-  const bool b4 = (w.t >> 4) & 1, b3 = (w.t >> 3) & 1;
-  u64 k0 = b4 ? inc[2] : inc[0], k1 = b4 ? inc[3] : inc[1];
-  const u64 g0 = b4 ? inc[0] : inc[2], g1 = b4 ? inc[1] : inc[3];
-  k0 += __shfl_xor_sync(0xffffffffu, g0, 16);
-  k1 += __shfl_xor_sync(0xffffffffu, g1, 16);
-  u64 m = b3 ? k1 : k0;
-  m += __shfl_xor_sync(0xffffffffu, b3 ? k0 : k1, 8);
+  const bool b4 = (w.t >> 4) & 1;
+  u64 m = (b4 ? inc[1] : inc[0]) + __shfl_xor_sync(0xffffffffu, b4 ? inc[0] : inc[1], 16);
+  m += __shfl_xor_sync(0xffffffffu, m, 8);
   m += __shfl_xor_sync(0xffffffffu, m, 4);
-  m += __shfl_xor_sync(0xffffffffu, m, 2);
   return m;
 }
 
@@ -95,13 +94,13 @@ __device__ inline void gather_lanes(u64 acc, u64* all) {
   for (int l = 0; l < 8; ++l) all[l] = __shfl_sync(0xffffffffu, acc, WarpSlot::holder(l));
 }
 
-// Kept out of line: XXH3's short paths need many registers, and only a last leaf takes them.
-__device__ __noinline__ u64 short_leaf(const u8* in, std::size_t len) { return xxh3::hash64(in, len); }
+// A last leaf of 240 bytes or fewer takes XXH3's short paths, on one thread of its own launch:
+// inside leaf_kernel their registers would be the whole kernel's.
+__global__ void short_leaf_kernel(const u8* in, std::size_t len, u64* out) { *out = xxh3::hash64(in, len); }
 
-// Leaves: one warp per 4096-byte leaf (coalesced: a warp reads each 1 KiB block at once), warps
-// striding over the leaves so the keys are read once per thread. A leaf of 240 bytes or fewer
-// (only ever the last) takes XXH3's short paths on one thread.
-__global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_t bytes, std::size_t leaves, u64* out) {
+// Leaves of more than 240 bytes: one warp per 4096-byte leaf (coalesced: each of a warp's loads
+// covers 512 bytes), warps striding over the leaves so the keys are read once per thread.
+__global__ void __launch_bounds__(256, 4) leaf_kernel(const u8* data, std::size_t bytes, std::size_t leaves, u64* out) {
   const WarpSlot w(threadIdx.x & 31);
   const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x >> 5);
   for (std::size_t leaf = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) >> 5; leaf < leaves;
@@ -109,14 +108,10 @@ __global__ void __launch_bounds__(256, 2) leaf_kernel(const u8* data, std::size_
     const std::size_t off = leaf * kDigestLeafBytes;
     const std::size_t len = bytes - off < kDigestLeafBytes ? bytes - off : kDigestLeafBytes;
     const u8* in = data + off;
-    if (len <= 240) {
-      if (w.t == 0) out[leaf] = short_leaf(in, len);
-      continue;
-    }
     // All of the leaf's loads first (a leaf has at most 3 full blocks and the tail), so a warp
     // waits for memory once per leaf rather than once per block.
     const std::size_t blocks = xxh3::long_blocks(len);
-    u64 terms[4][4];
+    u64 terms[4][2];
 #pragma unroll
     for (int step = 0; step < 4; ++step)
       if (static_cast<std::size_t>(step) <= blocks) step_terms(terms[step], in, len, step, w);
@@ -140,10 +135,10 @@ __device__ inline void step_sums(const u8* in, std::size_t len, std::size_t firs
   const WarpSlot w(threadIdx.x & 31);
   const std::size_t steps = xxh3::long_blocks(len) + 1;
   for (std::size_t step = first_step; step < steps; step += stride) {
-    u64 inc[4];
+    u64 inc[2];
     step_terms(inc, in, len, step, w);
     const u64 sum = reduce_scatter(inc, w);
-    if (((w.t >> 1) & 3) == 0) sums[step * 8 + w.lane] = sum;
+    if (((w.t >> 2) & 3) == 0) sums[step * 8 + w.lane] = sum;
   }
 }
 
@@ -271,9 +266,16 @@ void GpuDigester::enqueue_digest(const void* data, std::size_t bytes, u64* diges
   const auto blocks_for_warps = [&](std::size_t warps) {
     return static_cast<unsigned>(std::min<std::size_t>((warps + 7) / 8, max_blocks_));
   };
-  if (leaves) {
-    leaf_kernel<<<blocks_for_warps(leaves), 256, 0, stream_>>>(static_cast<const u8*>(data), bytes, leaves,
-                                                                leaves_.get<u64>());
+  const std::size_t last_len = bytes - (leaves ? (leaves - 1) * kDigestLeafBytes : 0);
+  const std::size_t long_leaves = leaves && last_len <= 240 ? leaves - 1 : leaves;
+  if (long_leaves) {
+    leaf_kernel<<<blocks_for_warps(long_leaves), 256, 0, stream_>>>(static_cast<const u8*>(data), bytes, long_leaves,
+                                                                     leaves_.get<u64>());
+    D9M_CUDA_CHECK_LAUNCH();
+  }
+  if (long_leaves < leaves) {
+    short_leaf_kernel<<<1, 1, 0, stream_>>>(static_cast<const u8*>(data) + (leaves - 1) * kDigestLeafBytes, last_len,
+                                            leaves_.get<u64>() + leaves - 1);
     D9M_CUDA_CHECK_LAUNCH();
   }
   if (steps > kFusedSteps) {

@@ -170,54 +170,45 @@ D9M_HD inline void init_acc(u64* acc) {
   acc[4] = kPrime64_4; acc[5] = kPrime32_2; acc[6] = kPrime64_5; acc[7] = kPrime32_1;
 }
 
-// ---- the long-input loop split into half stripes (the layout of the device digest) ----------
+// ---- the long-input loop split into quarter stripes (the layout of the device digest) -------
 //
 // accumulate_512 only adds to acc terms that depend on the data and the secret, never on acc
 // itself, so one block of 16 stripes acts as acc = scramble(acc + the sum of its stripes' terms),
 // and the sums may be formed in any order (64-bit wrapping addition). The device gives a warp one
-// block: thread t takes half stripe (s, h) = (t / 2, t % 2), i.e. 32 bytes feeding lanes
-// 4h..4h+3 (a lane and its xor-1 partner are always in the same half), and the 16 threads with
-// the same h sum their terms. The step after the full blocks (the partial block's stripes, then
-// the last stripe at len - 64 with its own key) is one more such sum, with no scramble after it.
-// hash_long_loop_by_halves below is that layout run on the host, tested against hash_long_loop.
+// 1 KiB block as two coalesced 512-byte loads: in load r (0 or 1) thread t reads the 16 bytes at
+// 512r + 16t, i.e. quarter q = t % 4 of stripe s = 8r + t / 4, which feeds exactly lanes 2q and
+// 2q + 1 (a lane and its xor-1 partner); the 8 threads with the same q then sum their terms. The
+// step after the full blocks (the partial block's stripes, then the last stripe at len - 64 with
+// its own keys, in place of stripe 15) is one more such sum, with no scramble after it.
+// hash_long_loop_by_quarters below is that layout run on the host, tested against hash_long_loop.
 
 inline constexpr std::size_t kBlockLen = 1024;  // kStripe * (kSecretSize - kStripe) / kSecretConsume
 inline constexpr int kStripesPerBlock = 16;
-inline constexpr int kScrambleKey = kSecretSize - kStripe;                // 128
+inline constexpr int kScrambleKey = kSecretSize - kStripe;                    // 128
 inline constexpr int kLastStripeKey = kSecretSize - kStripe - kLastAccStart;  // 121
 
 D9M_HD inline std::size_t long_blocks(std::size_t len) { return (len - 1) / kBlockLen; }
 
-// Where half stripe (s, h) reads in step `step` of a long input (steps 0..blocks-1 are the full
-// blocks, step `blocks` the tail), and whether it uses the last stripe's key; nullptr when it
-// adds nothing in that step.
-struct HalfStripe {
+// Where quarter q of stripe s reads in step `step` of a long input (steps 0..blocks-1 are the
+// full blocks, step `blocks` the tail), and whether it takes the last stripe's keys; nullptr
+// when it adds nothing in that step.
+struct QuarterStripe {
   const u8* data;
   bool last_key;
 };
-D9M_HD inline HalfStripe half_stripe(const u8* in, std::size_t len, std::size_t step, int s, int h) {
+D9M_HD inline QuarterStripe quarter_stripe(const u8* in, std::size_t len, std::size_t step, int s, int q) {
   const std::size_t blocks = long_blocks(len);
-  const std::size_t at = static_cast<std::size_t>(s) * kStripe + static_cast<std::size_t>(h) * 32;
+  const std::size_t at = static_cast<std::size_t>(s) * kStripe + static_cast<std::size_t>(q) * 16;
   if (step < blocks) return {in + step * kBlockLen + at, false};
   const std::size_t tail_stripes = ((len - 1) - kBlockLen * blocks) / kStripe;  // 0..15
   if (static_cast<std::size_t>(s) < tail_stripes) return {in + blocks * kBlockLen + at, false};
-  if (s == kStripesPerBlock - 1) return {in + len - kStripe + static_cast<std::size_t>(h) * 32, true};
+  if (s == kStripesPerBlock - 1) return {in + len - kStripe + static_cast<std::size_t>(q) * 16, true};
   return {nullptr, false};
 }
 
-// The keys of half stripe (s, h): for block stripes, for the last stripe, and for the scramble.
-D9M_HD inline void half_keys(int s, int h, u64* block_key, u64* last_key, u64* scramble_key) {
-  const u8* sec = secret();
-  for (int i = 0; i < 4; ++i) {
-    block_key[i] = read64(sec + s * kSecretConsume + h * 32 + 8 * i);
-    last_key[i] = read64(sec + kLastStripeKey + h * 32 + 8 * i);
-    scramble_key[i] = read64(sec + kScrambleKey + h * 32 + 8 * i);
-  }
-}
-
-// accumulate_512 restricted to lanes 4h..4h+3: `data` and `key` are the half stripe's 4 words.
-D9M_HD inline void add_half_terms(u64* inc, const u64* data, const u64* key) {
-  for (int i = 0; i < 4; ++i) {
+// accumulate_512 restricted to lanes 2q and 2q + 1: `data` and `key` are the quarter's 2 words.
+D9M_HD inline void add_quarter_terms(u64* inc, const u64* data, const u64* key) {
+  for (int i = 0; i < 2; ++i) {
     const u64 k = data[i] ^ key[i];
     inc[i ^ 1] += data[i];
     inc[i] += (k & 0xFFFFFFFFULL) * (k >> 32);
@@ -231,22 +222,25 @@ D9M_HD inline u64 scramble_lane(u64 a, u64 key) {
 }
 
 // Host model of the device layout (same result as hash_long_loop; see the unit test).
-inline void hash_long_loop_by_halves(u64* acc, const u8* in, std::size_t len) {
+inline void hash_long_loop_by_quarters(u64* acc, const u8* in, std::size_t len) {
+  const u8* sec = secret();
   const std::size_t blocks = long_blocks(len);
   for (std::size_t step = 0; step <= blocks; ++step) {
     u64 inc[8] = {};
     for (int s = 0; s < kStripesPerBlock; ++s)
-      for (int h = 0; h < 2; ++h) {
-        const HalfStripe hs = half_stripe(in, len, step, s, h);
-        if (!hs.data) continue;
-        u64 block_key[4], last_key[4], scramble_key[4], data[4];
-        half_keys(s, h, block_key, last_key, scramble_key);
-        for (int i = 0; i < 4; ++i) data[i] = read64(hs.data + 8 * i);
-        add_half_terms(inc + 4 * h, data, hs.last_key ? last_key : block_key);
+      for (int q = 0; q < 4; ++q) {
+        const QuarterStripe qs = quarter_stripe(in, len, step, s, q);
+        if (!qs.data) continue;
+        u64 data[2], key[2];
+        for (int i = 0; i < 2; ++i) {
+          data[i] = read64(qs.data + 8 * i);
+          key[i] = read64(sec + (qs.last_key ? kLastStripeKey : s * kSecretConsume) + 8 * (2 * q + i));
+        }
+        add_quarter_terms(inc + 2 * q, data, key);
       }
     for (int lane = 0; lane < 8; ++lane) {
       acc[lane] += inc[lane];
-      if (step < blocks) acc[lane] = scramble_lane(acc[lane], read64(secret() + kScrambleKey + 8 * lane));
+      if (step < blocks) acc[lane] = scramble_lane(acc[lane], read64(sec + kScrambleKey + 8 * lane));
     }
   }
 }
