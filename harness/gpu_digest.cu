@@ -33,16 +33,32 @@ __device__ inline void load_quarter(u64* d, const u8* p) {
 struct KeyTable {
   u64 word[xxh3::kSecretSize / 8];  // the secret as little-endian words (block and scramble keys)
   u64 last[8];                      // the last stripe's keys, secret + 121 + 8 * lane (unaligned)
+  u64 merge_low[8];                 // mergeAccs keys of XXH3-64 and the low half: secret + 11 + 8k
+  u64 merge_high[8];                // of XXH3-128's high half: secret + 192 - 64 - 11 + 8k
 };
+constexpr u64 secret_word_at(int offset) {
+  u64 v = 0;
+  for (int b = 7; b >= 0; --b) v = (v << 8) | xxh3::kSecretHost[offset + b];
+  return v;
+}
 constexpr KeyTable make_key_table() {
   KeyTable k{};
-  for (int w = 0; w < xxh3::kSecretSize / 8; ++w)
-    for (int b = 7; b >= 0; --b) k.word[w] = (k.word[w] << 8) | xxh3::kSecretHost[8 * w + b];
-  for (int l = 0; l < 8; ++l)
-    for (int b = 7; b >= 0; --b) k.last[l] = (k.last[l] << 8) | xxh3::kSecretHost[xxh3::kLastStripeKey + 8 * l + b];
+  for (int w = 0; w < xxh3::kSecretSize / 8; ++w) k.word[w] = secret_word_at(8 * w);
+  for (int l = 0; l < 8; ++l) {
+    k.last[l] = secret_word_at(xxh3::kLastStripeKey + 8 * l);
+    k.merge_low[l] = secret_word_at(xxh3::kMergeStart + 8 * l);
+    k.merge_high[l] = secret_word_at(xxh3::kSecretSize - 64 - xxh3::kMergeStart + 8 * l);
+  }
   return k;
 }
 __device__ const KeyTable kKeys = make_key_table();
+
+// xxh3::merge_accs with its keys from the table (8 word loads instead of 64 byte loads).
+__device__ inline u64 merge_accs(const u64* acc, const u64* key, u64 start) {
+  u64 r = start;
+  for (int i = 0; i < 4; ++i) r += xxh3::mul128_fold64(acc[2 * i] ^ __ldg(&key[2 * i]), acc[2 * i + 1] ^ __ldg(&key[2 * i + 1]));
+  return xxh3::avalanche(r);
+}
 
 // One thread's view of the warp layout (xxh3_hd.h): in load r it reads quarter q = t % 4 of
 // stripe 8r + t / 4, feeding lanes 2q and 2q + 1. After the reduce-scatter below it holds the
@@ -132,7 +148,7 @@ __global__ void __launch_bounds__(256, 3) leaf_kernel(const u8* data, std::size_
       }
       u64 all[8];
       gather_lanes(acc, all);
-      if (w.t == 0) out[leaf] = xxh3::merge_accs(all, xxh3::secret() + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+      if (w.t == 0) out[leaf] = merge_accs(all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
       continue;
     }
     // Any other leaf (the last one, or an unaligned caller's): step by step through the layout.
@@ -150,7 +166,7 @@ __global__ void __launch_bounds__(256, 3) leaf_kernel(const u8* data, std::size_
     }
     u64 all[8];
     gather_lanes(acc, all);
-    if (w.t == 0) out[leaf] = xxh3::merge_accs(all, xxh3::secret() + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+    if (w.t == 0) out[leaf] = merge_accs(all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
   }
 }
 
@@ -169,9 +185,8 @@ __device__ inline void step_sums(const u8* in, std::size_t len, std::size_t firs
 }
 
 __device__ inline void merge_final(const u64* acc_all, std::size_t len, u64* out) {
-  const u8* sec = xxh3::secret();
-  out[0] = xxh3::merge_accs(acc_all, sec + xxh3::kSecretSize - 64 - xxh3::kMergeStart, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
-  out[1] = xxh3::merge_accs(acc_all, sec + xxh3::kMergeStart, static_cast<u64>(len) * xxh3::kPrime64_1);
+  out[0] = merge_accs(acc_all, kKeys.merge_high, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
+  out[1] = merge_accs(acc_all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
 }
 
 __global__ void step_sums_kernel(const u8* in, std::size_t len, u64* sums) {
@@ -195,8 +210,10 @@ __global__ void chain_kernel(const u64* sums, std::size_t len, u64* out) {
     const std::size_t n = blocks - base < kChainTile ? blocks - base : kChainTile;
     for (std::size_t j = threadIdx.x; j < n * 8; j += blockDim.x) tile[j] = sums[base * 8 + j];
     __syncthreads();
-    if (lane < 8)
+    if (lane < 8) {
+#pragma unroll 8
       for (std::size_t b = 0; b < n; ++b) acc = xxh3::scramble_lane(acc + tile[b * 8 + lane], key);
+    }
     __syncthreads();
   }
   if (lane < 8) acc_all[lane] = acc + sums[blocks * 8 + lane];
