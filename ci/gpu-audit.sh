@@ -63,6 +63,16 @@ fi
 say "GPU tests"
 "$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
 tests_rc=${PIPESTATUS[0]}
+# The kernels under NVIDIA's sanitizers where the toolkit has them: out-of-bounds and misaligned
+# accesses (memcheck) and shared-memory races (racecheck) count as test failures.
+if command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck; do
+    say "GPU tests under compute-sanitizer --tool $tool"
+    compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/suites/d9m_gpu_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    ((rc == 0)) || tests_rc=$rc
+  done
+fi
 say "unit tests"
 "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
 unit_rc=${PIPESTATUS[0]}
