@@ -70,6 +70,35 @@ struct BwdDataTaps {
   }
 };
 
+// conv2d_bwd_data for the atomic variant only: source = (forward output position, tap), one
+// thread per tap. With a thread per position (BwdDataTaps) every thread walks the taps in the
+// same order, so the threads whose taps meet in one dx element reach it at different taps, well
+// apart in time: on an H100 that gave one digest in 1000 trials on every config. A thread per
+// tap makes those adds concurrent, as in the atomic kernels this variant models. Addition order
+// is free here (the ordered variants keep BwdDataTaps and its reference order).
+struct BwdDataTapSplit {
+  Geometry g;
+  const float* filter;
+  const float* out_backprop;
+
+  D9M_HD std::size_t taps_per_position() const { return static_cast<std::size_t>(g.y.k * g.x.k); }
+
+  template <class Emit>
+  D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    const std::size_t p = s / taps_per_position(), tap = s % taps_per_position();
+    const Position at = position_of(g, p);
+    const std::int64_t kh = static_cast<std::int64_t>(tap) / g.x.k, kw = static_cast<std::int64_t>(tap) % g.x.k;
+    const std::int64_t ih = at.oh * g.y.stride - g.y.pad_before + kh * g.y.dilation;
+    const std::int64_t iw = at.ow * g.x.stride - g.x.pad_before + kw * g.x.dilation;
+    if (ih < 0 || ih >= g.y.in || iw < 0 || iw >= g.x.in) return;
+    const float* dy = out_backprop + static_cast<std::int64_t>(p) * g.co;
+    const float* w_tap = filter + (kh * g.x.k + kw) * g.ci * g.co;
+    const std::int64_t dx_base = ((at.n * g.y.in + ih) * g.x.in + iw) * g.ci;
+    for (std::int64_t ci = 0; ci < g.ci; ++ci)
+      for (std::int64_t co = 0; co < g.co; ++co) emit(static_cast<std::size_t>(dx_base + ci), dy[co] * w_tap[ci * g.co + co]);
+  }
+};
+
 // Scatter form of conv2d_bwd_filter: source = forward output position (n, oh, ow).
 struct BwdFilterTaps {
   Geometry g;

@@ -9,7 +9,12 @@ static const bool registered_data = accumulate::cuda::register_cuda_variants(
     "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order order) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
-      accumulate::cuda::apply(order, a, positions(g), BwdDataTaps{g, a.in<float>(0), a.in<float>(1)});
+      if (order == accumulate::Order::atomic) {
+        const BwdDataTapSplit split{g, a.in<float>(0), a.in<float>(1)};
+        accumulate::cuda::apply(order, a, positions(g) * split.taps_per_position(), split);
+      } else {
+        accumulate::cuda::apply(order, a, positions(g), BwdDataTaps{g, a.in<float>(0), a.in<float>(1)});
+      }
     });
 static const bool registered_filter = accumulate::cuda::register_cuda_variants(
     "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order order) {

@@ -1,8 +1,14 @@
 // Every CPU variant of every op computes the same op: within the op's tolerance on random
 // inputs, bit for bit on exact (integer) inputs, and ordered variants give the same bits on
 // any thread count.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
+#include <utility>
+#include <vector>
+
+#include "kernels/conv/conv.h"
 
 #include "suites/unit/kernel_harness.h"
 
@@ -104,6 +110,41 @@ TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
     covered.insert(op);
   }
   EXPECT_EQ(covered.size(), Registry::global().ops().size()) << "every op needs an exact config";
+}
+
+// cuda.atomic's conv2d_bwd_data enumerates a thread per tap instead of per position: it must
+// emit exactly the same contributions (targets and value bits), only in another order.
+TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
+  const Catalog cat = default_catalog(Registry::global());
+  int configs = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "conv2d_bwd_data") continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto& g = cc.problem.geom<conv::Geometry>();
+    const auto* w = inputs[0].as<float>();
+    const auto* dy = inputs[1].as<float>();
+    using Pair = std::pair<std::size_t, std::uint32_t>;
+    struct Collect {
+      std::vector<Pair>* out;
+      void operator()(std::size_t t, float v) const {
+        std::uint32_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        out->emplace_back(t, bits);
+      }
+    };
+    std::vector<Pair> by_position, by_tap;
+    Collect a{&by_position}, b{&by_tap};
+    const conv::BwdDataTaps taps{g, w, dy};
+    const conv::BwdDataTapSplit split{g, w, dy};
+    for (std::size_t s = 0; s < conv::positions(g); ++s) taps(s, a);
+    for (std::size_t s = 0; s < conv::positions(g) * split.taps_per_position(); ++s) split(s, b);
+    ASSERT_FALSE(by_position.empty()) << cc.name;
+    std::sort(by_position.begin(), by_position.end());
+    std::sort(by_tap.begin(), by_tap.end());
+    EXPECT_EQ(by_position, by_tap) << cc.name;
+    ++configs;
+  }
+  EXPECT_EQ(configs, 3);
 }
 
 }  // namespace
