@@ -28,7 +28,8 @@ export D9M_SOURCE_DIR=$PWD
 [[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # cuDNN may live outside the loader's path (e.g. inside a Python environment's nvidia wheels).
-if ! ldconfig -p 2> /dev/null | grep -q 'libcudnn.so.9'; then
+# (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
+if ! ldconfig -p 2> /dev/null | grep -c 'libcudnn.so.9' > /dev/null; then
   cudnn=$(find /opt /usr /root /home -name 'libcudnn.so.9' 2> /dev/null | head -n 1)
   [[ -n $cudnn ]] || cudnn=$(find / -xdev -name 'libcudnn.so.9' -not -path '/proc/*' 2> /dev/null | head -n 1)
   if [[ -n $cudnn ]]; then
@@ -113,7 +114,8 @@ say "store sha256: $(sha256sum "$out/d9m.sqlite" | cut -d' ' -f1)"
 # A long audit's store outgrows what some transports carry (D9M_XZ_STORE=1: d9m.sqlite.xz instead,
 # lossless; xz -d gives back the very bytes whose SHA-256 is logged above).
 if [[ ${D9M_XZ_STORE:-0} == 1 ]]; then
-  python3 -c "import lzma,shutil,sys; shutil.copyfileobj(open(sys.argv[1],'rb'), lzma.open(sys.argv[1]+'.xz','wb',preset=9))" \
+  python3 -c "import lzma,shutil,sys
+with open(sys.argv[1], 'rb') as src, lzma.open(sys.argv[1] + '.xz', 'wb', preset=9) as dst: shutil.copyfileobj(src, dst)" \
     "$out/d9m.sqlite" && rm "$out/d9m.sqlite"
 fi
 say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc"

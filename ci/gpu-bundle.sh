@@ -11,6 +11,13 @@ set -euo pipefail
 build=${1:?usage: ci/gpu-bundle.sh BUILD DEST}
 dest=${2:?usage: ci/gpu-bundle.sh BUILD DEST}
 bins=(harness/d9m suites/d9m_gpu_tests suites/d9m_unit_tests suites/d9m_with_faults bench/d9m_bench)
+# DEST is emptied first: refuse anything that is not a folder of its own.
+if [[ -e $dest ]]; then
+  real_dest=$(realpath "$dest")
+  for keep in "$(realpath "$build")" "$(realpath .)" / "$HOME"; do
+    [[ $real_dest == "$keep" ]] && { echo "gpu-bundle: refusing to empty $dest" >&2; exit 1; }
+  done
+fi
 rm -rf "$dest"
 mkdir -p "$dest/lib"
 for b in "${bins[@]}"; do
@@ -20,10 +27,15 @@ for b in "${bins[@]}"; do
   strip --strip-debug "$dest/$b"
 done
 # Every resolved dependency except glibc's own libraries, the C++ runtime, and the GPU stack.
-skip='^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudnn.*|libcublas.*|libnvidia.*)\.so'
-for b in "${bins[@]}"; do
-  ldd "$dest/$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
-done | sort -u | while read -r name path; do
+skip='^(libc|libm|libmvec|libdl|librt|libpthread|libresolv|libutil|libanl|libnss_.*|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudnn.*|libcublas.*|libnvidia.*)\.so'
+deps=$(for b in "${bins[@]}"; do ldd "$dest/$b"; done)
+# A dependency the loader cannot find here would be missing there too, silently: stop instead.
+missing=$(awk '$2 == "=>" && $3 == "not" {print $1}' <<< "$deps" | sort -u | grep -Ev "$skip" || true)
+if [[ -n $missing ]]; then
+  echo "gpu-bundle: the loader finds no $(echo $missing): set LD_LIBRARY_PATH or install them" >&2
+  exit 1
+fi
+awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' <<< "$deps" | sort -u | while read -r name path; do
   [[ $name =~ $skip ]] && continue
   cp -L "$path" "$dest/lib/$name"
 done

@@ -115,6 +115,9 @@ class CudaExecutor final : public Executor {
     // sized to about kBatchSeconds of the last batch's pace, so a slow op still reports every
     // trial promptly (the worker's watchdog and progress) while a fast one is not dominated by
     // one round trip per trial.
+    // (The sizing trusts the pace to hold within a case -- same op, inputs and stream. Starving
+    // the watchdog, 300 s by default and reset per trial, would take a batch of 64 trials that
+    // are each some 6000 times slower than the ones measured just before.)
     constexpr std::int64_t kMaxBatch = 64;
     constexpr double kBatchSeconds = 0.05;
     std::vector<Event> starts(kMaxBatch), stops(kMaxBatch);

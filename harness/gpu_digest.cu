@@ -286,11 +286,15 @@ __global__ void diff_kernel(DType dtype, const void* a, const void* b, std::int6
 }  // namespace
 
 GpuDigester::GpuDigester(cudaStream_t stream) : stream_(stream), host_(sizeof(GpuDiffSlot)) {
-  int device = 0, sms = 0;
+  int device = 0, sms = 0, leaf_blocks_per_sm = 0;
   D9M_CUDA_CHECK(cudaGetDevice(&device));
   D9M_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // Enough resident warps to keep the memory system busy (8 blocks of 8 warps per SM).
-  max_blocks_ = static_cast<unsigned>(std::max(sms, 1) * 8);
+  D9M_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&leaf_blocks_per_sm, leaf_kernel, 256, 0));
+  sms = std::max(sms, 1);
+  // The leaf kernel's warps stride over the leaves: one wave of resident blocks covers any size
+  // with no partial last wave. The step sums are few; 8 blocks of 8 warps per SM is plenty.
+  leaf_blocks_ = static_cast<unsigned>(sms * std::max(leaf_blocks_per_sm, 1));
+  max_blocks_ = static_cast<unsigned>(sms * 8);
 }
 
 DiffStats to_diff_stats(const GpuDiffSlot& slot) {
@@ -306,13 +310,13 @@ void GpuDigester::enqueue_digest(const void* data, std::size_t bytes, u64* diges
   const std::size_t steps = leaf_bytes > 240 ? xxh3::long_blocks(leaf_bytes) + 1 : 0;
   if (leaves_.bytes() < std::max<std::size_t>(leaf_bytes, 8)) leaves_ = DeviceBuffer(std::max<std::size_t>(leaf_bytes, 8), stream_);
   if (steps > kFusedSteps && sums_.bytes() < steps * 64) sums_ = DeviceBuffer(steps * 64, stream_);
-  const auto blocks_for_warps = [&](std::size_t warps) {
-    return static_cast<unsigned>(std::min<std::size_t>((warps + 7) / 8, max_blocks_));
+  const auto blocks_for_warps = [](std::size_t warps, unsigned cap) {
+    return static_cast<unsigned>(std::min<std::size_t>((warps + 7) / 8, cap));
   };
   const std::size_t last_len = bytes - (leaves ? (leaves - 1) * kDigestLeafBytes : 0);
   const std::size_t long_leaves = leaves && last_len <= 240 ? leaves - 1 : leaves;
   if (long_leaves) {
-    leaf_kernel<<<blocks_for_warps(long_leaves), 256, 0, stream_>>>(static_cast<const u8*>(data), bytes, long_leaves,
+    leaf_kernel<<<blocks_for_warps(long_leaves, leaf_blocks_), 256, 0, stream_>>>(static_cast<const u8*>(data), bytes, long_leaves,
                                                                      leaves_.get<u64>());
     D9M_CUDA_CHECK_LAUNCH();
   }
@@ -322,7 +326,7 @@ void GpuDigester::enqueue_digest(const void* data, std::size_t bytes, u64* diges
     D9M_CUDA_CHECK_LAUNCH();
   }
   if (steps > kFusedSteps) {
-    step_sums_kernel<<<blocks_for_warps(steps), 256, 0, stream_>>>(leaves_.get<u8>(), leaf_bytes, sums_.get<u64>());
+    step_sums_kernel<<<blocks_for_warps(steps, max_blocks_), 256, 0, stream_>>>(leaves_.get<u8>(), leaf_bytes, sums_.get<u64>());
     D9M_CUDA_CHECK_LAUNCH();
     chain_kernel<<<1, 256, 0, stream_>>>(sums_.get<u64>(), leaf_bytes, digest_slot);
   } else if (steps) {

@@ -42,7 +42,7 @@ class GpuDigester {
 
  private:
   cudaStream_t stream_;
-  unsigned max_blocks_ = 1;
+  unsigned leaf_blocks_ = 1, max_blocks_ = 1;  // grid caps of the leaf and step-sum kernels
   DeviceBuffer leaves_, sums_, result_;
   PinnedHostBuffer host_;  // the synchronous results land here: a pageable copy would be staged
 };
