@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -98,6 +99,38 @@ struct Solution {
   }
 };
 
+// "9.14.0" -> {9, 14, 0}; empty when the text is not a dotted version.
+std::vector<long> version_parts(const nlohmann::json& v) {
+  std::vector<long> parts;
+  if (!v.is_string()) return parts;
+  const std::string text = v.get<std::string>();
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t dot = std::min(text.find('.', at), text.size());
+    const std::string part = text.substr(at, dot - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9) return {};
+    parts.push_back(std::stol(part));
+    at = dot + 1;
+  }
+  return parts;
+}
+
+// cuDNN's compatibility rule: a library runs programs built against the same major version and
+// the same or an older minor one; anything else is not guaranteed to work ("Compatibility" in
+// cuDNN's developer guide). A stack outside it still ran, and its results are what it gave.
+std::optional<std::string> cudnn_mismatch(const StackInfo& s) {
+  if (!s.fingerprint.is_object() || !s.fingerprint.contains("cuda") || !s.fingerprint["cuda"].is_object()) return std::nullopt;
+  const auto& cuda = s.fingerprint["cuda"];
+  const auto loaded = version_parts(cuda.value("cudnn_loaded", nlohmann::json()));
+  const auto compiled = version_parts(cuda.value("cudnn_compiled", nlohmann::json()));
+  if (loaded.size() < 2 || compiled.size() < 2) return std::nullopt;
+  if (loaded[0] == compiled[0] && loaded[1] >= compiled[1]) return std::nullopt;
+  return "cuDNN " + cuda["cudnn_loaded"].get<std::string>() + " was loaded on " + s.label + " by a d9m built against " +
+         cuda["cudnn_compiled"].get<std::string>() +
+         ": cuDNN guarantees only the same major and the same or a newer minor version, so its cuDNN cases ran on an "
+         "unsupported combination";
+}
+
 }  // namespace
 
 Verdict verdict_of(const ReportData& data) {
@@ -121,6 +154,8 @@ Verdict verdict_of(const ReportData& data) {
     if (r.claim_determinism == "deterministic" && r.status == Status::nondeterministic)
       v.broken.push_back("the deterministic control (" + where + ") diverged: this stack does not reproduce even a serial sum");
   }
+  for (const auto& s : data.stacks)
+    if (auto why = cudnn_mismatch(s)) v.warnings.push_back(*why);
   for (const auto& c : cross_checks(data))
     if (!c.equal())
       v.broken.push_back(c.op + "/" + c.config + "/" + c.variant + " on " + data.stack(c.stack).label +

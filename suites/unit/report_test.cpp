@@ -139,5 +139,27 @@ TEST(Report, RunsOfOneStackAddUpAndDStatesItsBound) {
   EXPECT_NEAR(d.results[0].bound95(), 1 - std::pow(0.05, 1.0 / 5), 1e-12);
 }
 
+// A stack that loaded an older cuDNN minor (or another major) than d9m was built against is
+// named in the verdict's warnings; a newer minor, or no cuDNN at all, is not.
+TEST(Report, WarnsOfACudnnOlderThanTheBuild) {
+  const auto stack = [](const char* label, nlohmann::json cuda) {
+    StackInfo s;
+    s.id = label;
+    s.label = label;
+    s.fingerprint = {{"cuda", std::move(cuda)}};
+    return s;
+  };
+  ReportData d;
+  d.stacks.push_back(stack("S1", {{"cudnn_compiled", "9.19.0"}, {"cudnn_loaded", "9.14.0"}}));
+  d.stacks.push_back(stack("S2", {{"cudnn_compiled", "9.14.0"}, {"cudnn_loaded", "9.19.1"}}));
+  d.stacks.push_back(stack("S3", {{"cudnn_compiled", "9.19.0"}, {"cudnn_loaded", "10.0.0"}}));
+  d.stacks.push_back(stack("S4", nlohmann::json::object()));
+  d.stacks.push_back(stack("S5", {{"cudnn_compiled", "9.19.0"}, {"cudnn_loaded", nullptr}}));
+  const Verdict v = verdict_of(d);
+  ASSERT_EQ(v.warnings.size(), 2u);
+  EXPECT_NE(v.warnings[0].find("cuDNN 9.14.0 was loaded on S1 by a d9m built against 9.19.0"), std::string::npos) << v.warnings[0];
+  EXPECT_NE(v.warnings[1].find("on S3"), std::string::npos) << v.warnings[1];
+}
+
 }  // namespace
 }  // namespace d9m
