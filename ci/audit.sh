@@ -8,6 +8,18 @@
 # Exit code: that of `d9m run` (0 every claim held, 1 a claim broken, 2 bad usage, 3 environment).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# 20 trials per case unless the arguments name N (d9m refuses a repeated -n). The store is
+# always $D9M_OUT/d9m.sqlite (default out/), which the reports below read: --db would split them.
+default_trials=(-n 20)
+for arg in "$@"; do
+  case $arg in
+    -n | --trials | -n[0-9]* | --trials=*) default_trials=() ;;
+    --db | --db=*)
+      echo "ci/audit.sh: the store is \$D9M_OUT/d9m.sqlite (now ${D9M_OUT:-out}/d9m.sqlite); set D9M_OUT instead of --db" >&2
+      exit 2
+      ;;
+  esac
+done
 source ci/deps.sh
 d9m_install_deps
 build=${D9M_BUILD_DIR:-build/audit}
@@ -17,7 +29,7 @@ mkdir -p "$out"
 d9m=$build/harness/d9m
 "$d9m" fingerprint --json > "$out/fingerprint.json"
 set +e
-"$d9m" run -n 20 --db "$out/d9m.sqlite" "$@" 2> >(tee "$out/audit.log" >&2)
+"$d9m" run "${default_trials[@]}" --db "$out/d9m.sqlite" "$@" 2> >(tee "$out/audit.log" >&2)
 rc=$?
 set -e
 if [[ -f $out/d9m.sqlite ]]; then
