@@ -20,6 +20,11 @@ for arg in "$@"; do
       ;;
   esac
 done
+# D9M_AUDIT_PRINT=1: print the `d9m run` arguments this would use, and stop (its test uses it).
+if [[ ${D9M_AUDIT_PRINT:-0} == 1 ]]; then
+  echo run "${default_trials[@]}" --db "${D9M_OUT:-out}/d9m.sqlite" "$@"
+  exit 0
+fi
 source ci/deps.sh
 d9m_install_deps
 build=${D9M_BUILD_DIR:-build/audit}
