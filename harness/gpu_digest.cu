@@ -105,9 +105,12 @@ __device__ inline u64 reduce_scatter(const u64* inc, const WarpSlot& w) {
   return m;
 }
 
-// The 8 lanes, on every thread of the warp.
-__device__ inline void gather_lanes(u64 acc, u64* all) {
+// A leaf's XXH3-64 from its accumulators, one lane per thread: gathered, merged, written by
+// thread 0.
+__device__ inline void store_leaf(u64 acc, std::size_t len, const WarpSlot& w, u64* out) {
+  u64 all[8];
   for (int l = 0; l < 8; ++l) all[l] = __shfl_sync(0xffffffffu, acc, WarpSlot::holder(l));
+  if (w.t == 0) *out = merge_accs(all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
 }
 
 // A last leaf of 240 bytes or fewer takes XXH3's short paths, on one thread of its own launch:
@@ -146,9 +149,7 @@ __global__ void __launch_bounds__(256, 3) leaf_kernel(const u8* data, std::size_
         acc += reduce_scatter(inc, w);
         if (step < 3) acc = xxh3::scramble_lane(acc, w.scramble_key);
       }
-      u64 all[8];
-      gather_lanes(acc, all);
-      if (w.t == 0) out[leaf] = merge_accs(all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
+      store_leaf(acc, len, w, out + leaf);
       continue;
     }
     // Any other leaf (the last one, or an unaligned caller's): step by step through the layout.
@@ -164,9 +165,7 @@ __global__ void __launch_bounds__(256, 3) leaf_kernel(const u8* data, std::size_
       acc += reduce_scatter(terms[step], w);
       if (static_cast<std::size_t>(step) < blocks) acc = xxh3::scramble_lane(acc, w.scramble_key);
     }
-    u64 all[8];
-    gather_lanes(acc, all);
-    if (w.t == 0) out[leaf] = merge_accs(all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
+    store_leaf(acc, len, w, out + leaf);
   }
 }
 
@@ -184,6 +183,15 @@ __device__ inline void step_sums(const u8* in, std::size_t len, std::size_t firs
   }
 }
 
+// Lane `lane` of the chain over `n` step sums: add, then scramble, block after block.
+__device__ inline u64 chain_lane(u64 acc, const u64* sums, std::size_t n, int lane) {
+  const u64 key = kKeys.word[xxh3::kScrambleKey / 8 + lane];
+#pragma unroll 8
+  for (std::size_t b = 0; b < n; ++b) acc = xxh3::scramble_lane(acc + sums[b * 8 + lane], key);
+  return acc;
+}
+
+// XXH3-128's two merges, written high half first as the digest stores them.
 __device__ inline void merge_final(const u64* acc_all, std::size_t len, u64* out) {
   out[0] = merge_accs(acc_all, kKeys.merge_high, ~(static_cast<u64>(len) * xxh3::kPrime64_2));
   out[1] = merge_accs(acc_all, kKeys.merge_low, static_cast<u64>(len) * xxh3::kPrime64_1);
@@ -201,19 +209,12 @@ __global__ void chain_kernel(const u64* sums, std::size_t len, u64* out) {
   __shared__ u64 acc_all[8];
   const int lane = threadIdx.x;
   const std::size_t blocks = xxh3::long_blocks(len);
-  u64 acc = 0, key = 0;
-  if (lane < 8) {
-    acc = xxh3::init_lane(lane);
-    key = kKeys.word[xxh3::kScrambleKey / 8 + lane];
-  }
+  u64 acc = lane < 8 ? xxh3::init_lane(lane) : 0;
   for (std::size_t base = 0; base < blocks; base += kChainTile) {
     const std::size_t n = blocks - base < kChainTile ? blocks - base : kChainTile;
     for (std::size_t j = threadIdx.x; j < n * 8; j += blockDim.x) tile[j] = sums[base * 8 + j];
     __syncthreads();
-    if (lane < 8) {
-#pragma unroll 8
-      for (std::size_t b = 0; b < n; ++b) acc = xxh3::scramble_lane(acc + tile[b * 8 + lane], key);
-    }
+    if (lane < 8) acc = chain_lane(acc, tile, n, lane);
     __syncthreads();
   }
   if (lane < 8) acc_all[lane] = acc + sums[blocks * 8 + lane];
@@ -233,10 +234,7 @@ __global__ void final_fused_kernel(const u8* in, std::size_t len, u64* out) {
   const std::size_t blocks = xxh3::long_blocks(len);
   if (threadIdx.x < 8) {
     const int lane = threadIdx.x;
-    const u64 key = kKeys.word[xxh3::kScrambleKey / 8 + lane];
-    u64 acc = xxh3::init_lane(lane);
-    for (std::size_t b = 0; b < blocks; ++b) acc = xxh3::scramble_lane(acc + sums[b * 8 + lane], key);
-    acc_all[lane] = acc + sums[blocks * 8 + lane];
+    acc_all[lane] = chain_lane(xxh3::init_lane(lane), sums, blocks, lane) + sums[blocks * 8 + lane];
   }
   __syncthreads();
   if (threadIdx.x == 0) merge_final(acc_all, len, out);

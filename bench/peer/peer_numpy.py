@@ -8,23 +8,20 @@ unsorted_segment_sum (numpy.add.at, the NumPy way to scatter-add) on the inputs 
 Prints one line: "peer trials=N seconds=S distinct=K".
 """
 import hashlib
-import json
 import sys
 import time
 
 import numpy as np
 
+import peer_inputs
+
 start = time.perf_counter()
 folder, n = sys.argv[1], int(sys.argv[2])
-config = json.load(open(folder + "/config.json"))
-data = np.load(folder + "/inputs/data.npy")
-ids = np.load(folder + "/inputs/segment_ids.npy")
-segments = config["params"]["num_segments"]
-keep = ids >= 0                       # TensorFlow drops negative ids
+data, ids, segments = peer_inputs.load(folder)
 first, digests = None, set()
 for _ in range(n):
     out = np.zeros((segments, data.shape[1]), dtype=np.float32)
-    np.add.at(out, ids[keep], data[keep])
+    np.add.at(out, ids, data)
     if first is None:
         first = out.copy()
     elif not np.array_equal(out, first):

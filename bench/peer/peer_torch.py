@@ -8,7 +8,6 @@ scatter-add, atomic on CUDA) on the inputs d9m saved with --save-outputs, like p
 Prints one line: "peer trials=N seconds=S distinct=K".
 """
 import hashlib
-import json
 import sys
 import time
 
@@ -16,15 +15,13 @@ start = time.perf_counter()
 import numpy as np  # noqa: E402  (the imports are part of what the user's script costs)
 import torch  # noqa: E402
 
+import peer_inputs  # noqa: E402
+
 folder, n = sys.argv[1], int(sys.argv[2])
-config = json.load(open(folder + "/config.json"))
-data = np.load(folder + "/inputs/data.npy")
-ids = np.load(folder + "/inputs/segment_ids.npy")
-segments = config["params"]["num_segments"]
-keep = ids >= 0                       # TensorFlow drops negative ids
+data, ids, segments = peer_inputs.load(folder)
 device = torch.device("cuda")
-data_t = torch.from_numpy(data[keep]).to(device)
-ids_t = torch.from_numpy(ids[keep].astype(np.int64)).to(device)
+data_t = torch.from_numpy(data).to(device)
+ids_t = torch.from_numpy(ids.astype(np.int64)).to(device)
 first, digests = None, set()
 for _ in range(n):
     out = torch.zeros((segments, data.shape[1]), dtype=torch.float32, device=device)

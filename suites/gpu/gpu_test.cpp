@@ -36,6 +36,14 @@ std::vector<unsigned char> random_bytes(std::size_t n, std::uint64_t seed) {
   return b;
 }
 
+// n floats in [-1, 1), the same for the same seed.
+std::vector<float> random_floats(std::int64_t n, std::uint64_t seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  const CounterRng rng(seed, seed);
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = rng.unit_symmetric(static_cast<std::uint64_t>(i));
+  return v;
+}
+
 TEST(GpuDigest, EqualsTheHostDigestOnManyLengths) {
   D9M_REQUIRE_GPU();
   // Edges of both levels: a last leaf of 240/241 bytes (XXH3's short and long paths), leaf-value
@@ -70,9 +78,8 @@ TEST(GpuDigest, UnalignedBuffersDigestLikeTheHost) {
 TEST(GpuDigest, QueuedDigestsAndDiffsEqualTheSynchronousOnes) {
   D9M_REQUIRE_GPU();
   const std::int64_t n = 300000;
-  std::vector<float> a(n), b(n);
-  const CounterRng rng(4, 4);
-  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] = rng.unit_symmetric(static_cast<std::uint64_t>(i));
+  const std::vector<float> a = random_floats(n, 4);
+  std::vector<float> b = a;
   b[123456] = std::nextafter(b[123456], 2.0f);
   DeviceCopy da(a.data(), n * 4), db(b.data(), n * 4), da2(a.data(), n * 4);
   std::vector<std::uint64_t> zeros(6 + 12, 0);
@@ -103,9 +110,8 @@ TEST(GpuDigest, QueuedDigestsAndDiffsEqualTheSynchronousOnes) {
 TEST(GpuDigest, DiffStatsEqualTheHostOnes) {
   D9M_REQUIRE_GPU();
   const std::int64_t n = 100000;
-  std::vector<float> a(n), b(n);
-  const CounterRng rng(3, 3);
-  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] = rng.unit_symmetric(static_cast<std::uint64_t>(i));
+  const std::vector<float> a = random_floats(n, 3);
+  std::vector<float> b = a;
   for (std::int64_t i : {17, 4242, 99999}) b[i] = std::nextafter(b[i], 2.0f) * (i == 4242 ? 1.5f : 1.0f);
   DeviceCopy da(a.data(), n * 4), db(b.data(), n * 4);
   GpuDigester digester(nullptr);
