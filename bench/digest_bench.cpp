@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness/digest.h"
+#include "harness/core/digest.h"
 #include "kernels/common/thread_pool.h"
 
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/catalog.h"
-#include "harness/executor.h"
-#include "harness/gpu_digest.h"
-#include "harness/inputs.h"
+#include "harness/core/catalog.h"
+#include "harness/exec/executor.h"
+#include "harness/core/gpu_digest.h"
+#include "harness/core/inputs.h"
 #include "kernels/common/cuda_check.h"
 
 namespace {

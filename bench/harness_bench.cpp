@@ -9,11 +9,11 @@
 
 #include <sqlite3.h>
 
-#include "harness/catalog.h"
-#include "harness/digest.h"
-#include "harness/executor.h"
-#include "harness/inputs.h"
-#include "harness/store.h"
+#include "harness/core/catalog.h"
+#include "harness/core/digest.h"
+#include "harness/exec/executor.h"
+#include "harness/core/inputs.h"
+#include "harness/store/store.h"
 #include "kernels/common/thread_pool.h"
 
 namespace {

@@ -9,19 +9,19 @@
 #include <iostream>
 #include <thread>
 
-#include "harness/attest.h"
-#include "harness/json_text.h"
-#include "harness/catalog.h"
-#include "harness/compare.h"
-#include "harness/error.h"
-#include "harness/fingerprint.h"
-#include "harness/merge.h"
-#include "harness/npy.h"
-#include "harness/report.h"
-#include "harness/runner.h"
-#include "harness/worker.h"
-#include "harness/store.h"
-#include "harness/verify.h"
+#include "harness/attest/attest.h"
+#include "harness/core/json_text.h"
+#include "harness/core/catalog.h"
+#include "harness/report/compare.h"
+#include "harness/core/error.h"
+#include "harness/core/fingerprint.h"
+#include "harness/store/merge.h"
+#include "harness/core/npy.h"
+#include "harness/report/report.h"
+#include "harness/exec/runner.h"
+#include "harness/exec/worker.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 namespace {
@@ -180,7 +180,7 @@ int main_impl(int argc, char** argv) {
   run->add_flag("--resume", resume,
                 "continue the newest interrupted run of the same cases, N and threads (a new run if there is none)");
 
-  // The worker process of `d9m run` (harness/worker.h): not for people, hence hidden.
+  // The worker process of `d9m run` (harness/exec/worker.h): not for people, hence hidden.
   auto* worker = app.add_subcommand("_worker", "")->group("");
   worker->add_option("--catalog", catalog_path);
   worker->add_option("--catalog-digest", worker_digest)->required();

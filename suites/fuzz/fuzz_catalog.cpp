@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/catalog.h"
-#include "harness/error.h"
+#include "harness/core/catalog.h"
+#include "harness/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <string>
 
-#include "harness/error.h"
-#include "harness/report.h"
-#include "harness/store.h"
-#include "harness/verify.h"
+#include "harness/core/error.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = "/tmp/d9m_fuzz_store_" + std::to_string(::getpid()) + ".sqlite";

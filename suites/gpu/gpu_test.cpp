@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "harness/catalog.h"
-#include "harness/digest.h"
-#include "harness/executor.h"
-#include "harness/gpu_digest.h"
-#include "harness/inputs.h"
+#include "harness/core/catalog.h"
+#include "harness/core/digest.h"
+#include "harness/exec/executor.h"
+#include "harness/core/gpu_digest.h"
+#include "harness/core/inputs.h"
 #include "kernels/common/counter_rng.h"
 
 namespace d9m {

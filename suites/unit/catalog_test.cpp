@@ -2,8 +2,8 @@
 // with a usage error that says where and what was expected.
 #include <gtest/gtest.h>
 
-#include "harness/catalog.h"
-#include "harness/error.h"
+#include "harness/core/catalog.h"
+#include "harness/core/error.h"
 
 namespace d9m {
 namespace {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "harness/digest.h"
+#include "harness/core/digest.h"
 #include "kernels/common/counter_rng.h"
 #include "kernels/common/thread_pool.h"
 #include "source_dir.h"

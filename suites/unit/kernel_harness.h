@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/catalog.h"
-#include "harness/digest.h"
-#include "harness/inputs.h"
+#include "harness/core/catalog.h"
+#include "harness/core/digest.h"
+#include "harness/core/inputs.h"
 #include "kernels/common/thread_pool.h"
 
 namespace d9m::test {

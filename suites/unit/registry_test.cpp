@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "harness/catalog.h"
+#include "harness/core/catalog.h"
 #include "kernels/registry.h"
 
 namespace d9m {

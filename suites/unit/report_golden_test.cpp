@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "harness/fingerprint.h"
-#include "harness/report.h"
-#include "harness/store.h"
+#include "harness/core/fingerprint.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
 #include "source_dir.h"
 
 namespace d9m {

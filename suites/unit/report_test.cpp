@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <set>
 
-#include "harness/report.h"
-#include "harness/store.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
 
 namespace d9m {
 namespace {

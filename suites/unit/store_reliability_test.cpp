@@ -7,17 +7,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/digest.h"
-#include "harness/error.h"
-#include "harness/merge.h"
-#include "harness/catalog.h"
-#include "harness/fingerprint.h"
-#include "harness/results.h"
-#include "harness/runner.h"
-#include "harness/run_lease.h"
-#include "harness/sqlite.h"
-#include "harness/store.h"
-#include "harness/verify.h"
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
+#include "harness/store/merge.h"
+#include "harness/core/catalog.h"
+#include "harness/core/fingerprint.h"
+#include "harness/report/results.h"
+#include "harness/exec/runner.h"
+#include "harness/store/run_lease.h"
+#include "harness/store/sqlite.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
 #include "source_dir.h"
 
 namespace d9m {

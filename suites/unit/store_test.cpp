@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/digest.h"
-#include "harness/error.h"
-#include "harness/sqlite.h"
-#include "harness/store.h"
-#include "harness/verify.h"
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
+#include "harness/store/sqlite.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "harness/xxh3_hd.h"
+#include "harness/core/xxh3_hd.h"
 #include "kernels/common/counter_rng.h"
 
 namespace d9m {

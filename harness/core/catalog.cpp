@@ -1,0 +1,280 @@
+#include "harness/core/catalog.h"
+#include "harness/core/json_text.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness/core/digest.h"
+#include "harness/core/embedded.h"
+#include "harness/core/error.h"
+
+namespace d9m {
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
+}
+
+bool CatalogConfig::selects(const VariantDef& v) const {
+  if (variant_globs.empty()) return true;
+  for (const auto& g : variant_globs)
+    if (glob_match(g, v.name)) return true;
+  return false;
+}
+
+namespace {
+
+using nlohmann::json;
+
+std::string type_name(const json& j) {
+  if (j.is_number_integer()) return "an integer";
+  if (j.is_number()) return "a number";
+  return std::string(j.is_string() ? "a string" : j.is_boolean() ? "a boolean" : j.is_array() ? "an array" : j.is_object() ? "an object" : "null");
+}
+
+class Validator {
+ public:
+  explicit Validator(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    fail_usage(source_ + ": " + path + ": " + what);
+  }
+
+  const json& field(const json& obj, const std::string& path, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, std::string("missing required field \"") + key + "\"");
+    return *it;
+  }
+
+  std::string string_field(const json& obj, const std::string& path, const char* key) const {
+    const json& v = field(obj, path, key);
+    if (!v.is_string()) fail(path + "." + key, "expected a string, got " + type_name(v));
+    return v.get<std::string>();
+  }
+
+  ParamValue param(const ParamSpec& spec, const json& v, const std::string& path) const {
+    switch (spec.kind) {
+      case ParamKind::integer: {
+        const std::string expected =
+            "expected an integer in [" + std::to_string(spec.min) + ", 2^31], got ";
+        if (!v.is_number_integer()) fail(path, expected + type_name(v));
+        // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
+        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 31);
+        if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
+        return v.get<std::int64_t>();
+      }
+      case ParamKind::boolean:
+        if (!v.is_boolean()) fail(path, "expected true or false, got " + type_name(v));
+        return v.get<bool>();
+      case ParamKind::real:
+        if (!v.is_number()) fail(path, "expected a number, got " + type_name(v));
+        return v.get<double>();
+      case ParamKind::choice: {
+        std::string options;
+        for (const auto& c : spec.choices) options += (options.empty() ? "\"" : ", \"") + c + "\"";
+        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + type_name(v));
+        const auto s = v.get<std::string>();
+        for (const auto& c : spec.choices)
+          if (c == s) return s;
+        fail(path, "expected one of " + options + ", got \"" + s + "\"");
+      }
+    }
+    fail(path, "unknown parameter kind");
+  }
+
+ private:
+  std::string source_;
+};
+
+json to_json(const ParamValue& v) {
+  return std::visit([](const auto& x) { return json(x); }, v);
+}
+
+// "line L, column C" of a byte offset, for syntax errors.
+std::string position_of(const std::string& text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+}  // namespace
+
+Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann reports the byte just past the offending token; the message after its prefix
+    // says what was expected.
+    std::string what = e.what();
+    if (auto p = what.find(": syntax error"); p != std::string::npos) what = what.substr(p + 2);
+    fail_usage(source + ":" + position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + what);
+  } catch (const json::exception& e) {
+    // Not a syntax error but still unreadable, e.g. a number beyond double range (found by fuzzing).
+    std::string what = e.what();
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    fail_usage(source + ": " + what);
+  }
+  const Validator v(source);
+  if (!root.is_object()) v.fail("(root)", "expected an object, got " + type_name(root));
+  for (const auto& [key, _] : root.items())
+    if (key != "schema" && key != "configs" && key != "description")
+      v.fail(key, "unknown field (expected \"schema\", \"description\" or \"configs\")");
+  if (v.string_field(root, "(root)", "schema") != "d9m.catalog/1")
+    v.fail("schema", "expected \"d9m.catalog/1\", got " + json_text(root["schema"]));
+  const json& configs = v.field(root, "(root)", "configs");
+  if (!configs.is_array() || configs.empty()) v.fail("configs", "expected a non-empty array");
+
+  Catalog cat;
+  cat.source = source;
+  std::set<std::pair<std::string, std::string>> names;
+  // A plain character check, not std::regex: libstdc++'s regex recurses once per character and
+  // overflowed the stack on a long name (found by fuzz_catalog). Names become file names under
+  // --save-outputs, hence the length limit.
+  constexpr std::size_t kMaxName = 100;
+  auto valid_name = [](const std::string& n) {
+    return !n.empty() && n.size() <= kMaxName && std::all_of(n.begin(), n.end(), [](char ch) {
+      return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+             ch == '+' || ch == '-';
+    });
+  };
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const std::string path = "configs[" + std::to_string(i) + "]";
+    const json& c = configs[i];
+    if (!c.is_object()) v.fail(path, "expected an object, got " + type_name(c));
+    for (const auto& [key, _] : c.items())
+      if (key != "op" && key != "name" && key != "params" && key != "seed" && key != "variants")
+        v.fail(path + "." + key, "unknown field (expected op, name, params, seed, variants)");
+    CatalogConfig cc;
+    const std::string op_name = v.string_field(c, path, "op");
+    cc.op = registry.find_op(op_name);
+    if (!cc.op) {
+      std::string known;
+      for (const auto& o : registry.ops()) known += (known.empty() ? "" : ", ") + o.name;
+      v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
+    }
+    cc.name = v.string_field(c, path, "name");
+    if (!valid_name(cc.name))
+      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxName) + " letters, digits and _.+- only, got \"" +
+                                 (cc.name.size() > kMaxName ? cc.name.substr(0, kMaxName) + "...\" (" +
+                                                                  std::to_string(cc.name.size()) + " characters)"
+                                                            : cc.name + "\""));
+    if (cc.name[0] == '_' && source != kCanarySource)
+      v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
+    if (!names.insert({op_name, cc.name}).second)
+      v.fail(path + ".name", "duplicate config name \"" + cc.name + "\" for op " + op_name);
+
+    const json& params = v.field(c, path, "params");
+    if (!params.is_object()) v.fail(path + ".params", "expected an object, got " + type_name(params));
+    for (const auto& [key, _] : params.items()) {
+      bool known = false;
+      for (const auto& spec : cc.op->params) known |= spec.name == key;
+      if (!known) {
+        std::string expected;
+        for (const auto& spec : cc.op->params) expected += (expected.empty() ? "" : ", ") + spec.name;
+        v.fail(path + ".params." + key, "unknown parameter of " + op_name + " (expected: " + expected + ")");
+      }
+    }
+    cc.params_json = json::object();
+    for (const auto& spec : cc.op->params) {
+      auto it = params.find(spec.name);
+      ParamValue value;
+      if (it != params.end()) {
+        value = v.param(spec, *it, path + ".params." + spec.name);
+      } else if (spec.default_value) {
+        value = *spec.default_value;
+      } else {
+        v.fail(path + ".params", "missing required parameter \"" + spec.name + "\" (" + spec.doc + ")");
+      }
+      cc.params.set(spec.name, value);
+      cc.params_json[spec.name] = to_json(value);
+    }
+
+    if (auto it = c.find("seed"); it != c.end()) {
+      if (!it->is_number_unsigned())
+        v.fail(path + ".seed", "expected a non-negative integer, got " + json_text(*it));
+      cc.seed = it->get<std::uint64_t>();
+    }
+    if (auto it = c.find("variants"); it != c.end()) {
+      if (!it->is_array() || it->empty()) v.fail(path + ".variants", "expected a non-empty array of globs");
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        const json& g = (*it)[k];
+        const std::string gp = path + ".variants[" + std::to_string(k) + "]";
+        if (!g.is_string()) v.fail(gp, "expected a string, got " + type_name(g));
+        const auto glob = g.get<std::string>();
+        bool any = false;
+        for (const auto* var : registry.variants_of(op_name)) any |= glob_match(glob, var->name);
+        // A name for a backend this build lacks is not an error: the catalogue is shared by
+        // CPU-only and CUDA builds, and such variants are simply not in this build.
+        const bool other_backend = glob.rfind("cuda.", 0) == 0 || glob.rfind("cudnn.", 0) == 0;
+        if (!any && !other_backend) {
+          std::string known;
+          for (const auto* var : registry.variants_of(op_name)) known += (known.empty() ? "" : ", ") + var->name;
+          v.fail(gp, "\"" + glob + "\" matches no variant of " + op_name + " (known: " + known + ")");
+        }
+        cc.variant_globs.push_back(glob);
+      }
+    }
+
+    try {
+      cc.problem = cc.op->plan(cc.params);
+    } catch (const InvalidConfig& e) {
+      v.fail(path + ".params." + e.param, e.what());
+    }
+    long double bytes = 0;
+    auto add = [&](const TensorDesc& d) {
+      long double n = dtype_size(d.dtype);
+      for (auto s : d.shape) n *= static_cast<long double>(s);
+      bytes += n;
+    };
+    for (const auto& d : cc.problem.inputs) add(d);
+    add(cc.problem.output);
+    if (bytes > kMaxConfigBytes)
+      v.fail(path + ".params", "inputs and output would take " + std::to_string(static_cast<double>(bytes / (1 << 20))) +
+                                   " MiB, more than the limit of " + std::to_string(static_cast<long long>(kMaxConfigBytes / (1 << 20))) + " MiB");
+    if (static_cast<long double>(cc.problem.output.numel()) >= 4294967296.0L)
+      v.fail(path + ".params", "output has 2^32 or more elements; d9m indexes outputs with 32 bits");
+
+    const json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
+    cc.config_id = sha256_hex(json_text(key)).substr(0, 16);
+    cat.configs.push_back(std::move(cc));
+  }
+  cat.digest = sha256_hex(json_text(root));
+  return cat;
+}
+
+Catalog load_catalog_file(const std::string& path, const Registry& registry) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_usage(path + ": cannot read catalogue file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_catalog(ss.str(), path, registry);
+}
+
+const Catalog& canary_catalog(const Registry& registry) {
+  // A heavily colliding scatter: 16384 rows into 4 segments. Its atomic variant diverges almost
+  // always when threads really run concurrently; its serial (ordered) variant must never.
+  static const Catalog c = parse_catalog(
+      R"({"schema": "d9m.catalog/1", "configs": [{"op": "unsorted_segment_sum", "name": "_canary",
+          "params": {"rows": 16384, "depth": 8, "num_segments": 4}, "seed": 42}]})",
+      kCanarySource, registry);
+  return c;
+}
+
+const std::string& default_catalog_text() { return embedded::default_catalog_json(); }
+
+Catalog default_catalog(const Registry& registry) {
+  return parse_catalog(default_catalog_text(), "<default catalogue>", registry);
+}
+
+}  // namespace d9m

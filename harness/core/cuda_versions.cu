@@ -1,0 +1,53 @@
+#include <cublas_api.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <string>
+
+#include "harness/core/cuda_versions.h"
+
+namespace d9m {
+
+namespace {
+std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+std::string cudnn_version_string(std::size_t v) {
+  // cuDNN 9 encodes major*10000 + minor*100 + patch.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+// cuBLAS is not linked (d9m does not use it); its version is read from the library the loader
+// would pick, which is what a framework on this machine would run.
+nlohmann::json loaded_cublas() {
+  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    using GetProperty = int (*)(int, int*);
+    auto get = reinterpret_cast<GetProperty>(dlsym(h, "cublasGetProperty"));
+    int major = 0, minor = 0, patch = 0;
+    nlohmann::json v = nullptr;
+    if (get && get(0, &major) == 0 && get(1, &minor) == 0 && get(2, &patch) == 0)
+      v = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    dlclose(h);
+    return v;
+  }
+  return nullptr;
+}
+}  // namespace
+
+nlohmann::json cuda_library_versions() {
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);  // 0 without a driver
+  cudaGetLastError();
+  return {{"runtime_compiled", cuda_version_string(CUDART_VERSION)},
+          {"runtime_loaded", cuda_version_string(runtime)},
+          {"driver_supports", driver ? nlohmann::json(cuda_version_string(driver)) : nlohmann::json(nullptr)},
+          {"cudnn_compiled", cudnn_version_string(CUDNN_VERSION)},
+          {"cudnn_loaded", cudnn_version_string(cudnnGetVersion())},
+          {"cublas_compiled", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+                                  std::to_string(CUBLAS_VER_PATCH)},
+          {"cublas_loaded", loaded_cublas()},
+          {"architectures", D9M_CUDA_ARCHITECTURES}};
+}
+
+}  // namespace d9m

@@ -1,0 +1,5 @@
+#include "harness/core/cuda_versions.h"
+
+namespace d9m {
+nlohmann::json cuda_library_versions() { return nullptr; }
+}  // namespace d9m

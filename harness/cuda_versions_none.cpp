@@ -1,5 +1,0 @@
-#include "harness/cuda_versions.h"
-
-namespace d9m {
-nlohmann::json cuda_library_versions() { return nullptr; }
-}  // namespace d9m

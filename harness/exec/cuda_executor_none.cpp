@@ -1,0 +1,21 @@
+// The CUDA executor of a build without CUDA: every CUDA case is SKIPPED with this reason.
+#include "harness/exec/executor.h"
+
+namespace d9m {
+
+namespace {
+class NoCudaExecutor final : public Executor {
+ public:
+  std::optional<std::string> unavailable() const override {
+    return "this d9m was built without CUDA (configure with -DD9M_CUDA=ON)";
+  }
+  CaseOutcome run(const VariantDef&, const Problem&, const std::vector<HostTensor>&, std::int64_t, bool,
+                  const TrialCallback&) override {
+    return {};
+  }
+};
+}  // namespace
+
+std::unique_ptr<Executor> make_cuda_executor() { return std::make_unique<NoCudaExecutor>(); }
+
+}  // namespace d9m

@@ -1,0 +1,52 @@
+// Runs the trials of one case on one backend. The runner is backend-agnostic: it hands the
+// executor a variant, its problem and the host inputs, and gets back one digest per trial.
+// The CPU executor lives in cpu_executor.cpp; a CUDA executor keeps inputs and the first
+// trial's output on the device and returns only digests and diff stats (issue 3).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/core/inputs.h"
+#include "harness/core/evidence.h"
+#include "kernels/registry.h"
+
+namespace d9m {
+
+struct TrialResult {
+  std::string digest;
+  std::int64_t elapsed_ns = 0;
+  std::optional<DiffStats> diff;
+};
+
+struct CaseOutcome {
+  std::optional<Claim> claim;  // the vendor API's claim for this config, when prepare() gave one
+  std::vector<TrialResult> trials;
+  std::optional<HostTensor> first_output;  // kept when the caller asks (for --save-outputs)
+};
+
+// Called after each trial with (trials done, trials total); returning false stops the case.
+using TrialCallback = std::function<bool(std::int64_t, std::int64_t)>;
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Empty when cases of this backend can run here; otherwise why not (they are SKIPPED).
+  virtual std::optional<std::string> unavailable() const = 0;
+  virtual CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
+                          std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial) = 0;
+  // After a sticky error the device (its context) is unusable for the rest of this process.
+  virtual bool device_lost() const { return false; }
+};
+
+std::unique_ptr<Executor> make_cpu_executor(unsigned threads);
+// The CUDA executor of this build, or one that reports why CUDA cases cannot run.
+std::unique_ptr<Executor> make_cuda_executor();
+
+// Element-wise comparison of two outputs of one dtype (bitwise; ULP distance on float32).
+DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::int64_t elements);
+
+}  // namespace d9m

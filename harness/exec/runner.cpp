@@ -1,0 +1,314 @@
+#include "harness/exec/runner.h"
+#include "harness/core/json_text.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
+#include "harness/exec/executor.h"
+#include "harness/core/fingerprint.h"
+#include "harness/core/inputs.h"
+#include "harness/exec/case_exec.h"
+#include "harness/core/npy.h"
+#include "harness/exec/worker.h"
+
+namespace d9m {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+bool backend_selected(const std::string& sel, Backend b) { return sel == "all" || sel == to_string(b); }
+
+bool any_glob(const std::vector<std::string>& globs, const std::string& s) {
+  if (globs.empty()) return true;
+  for (const auto& g : globs)
+    if (glob_match(g, s)) return true;
+  return false;
+}
+
+std::string join_names(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// Progress on a terminal: one line rewritten in place, at most ten times a second.
+class Progress {
+ public:
+  Progress(bool on, std::int64_t cases) : on_(on), cases_(cases), start_(Clock::now()) {}
+
+  void show(std::int64_t index, const std::string& label, std::int64_t trial, std::int64_t trials) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    if (trial != 0 && trial != trials && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double done = static_cast<double>(index) + (trials ? static_cast<double>(trial) / static_cast<double>(trials) : 0);
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    std::string eta = "--";
+    if (done > 0.05) {
+      const auto left = static_cast<long>(elapsed / done * (static_cast<double>(cases_) - done));
+      eta = std::to_string(left / 60) + "m" + (left % 60 < 10 ? "0" : "") + std::to_string(left % 60) + "s";
+    }
+    std::fprintf(stderr, "\r\033[K[%lld/%lld] %s  trial %lld/%lld  ETA %s", static_cast<long long>(index + 1),
+                 static_cast<long long>(cases_), label.c_str(), static_cast<long long>(trial),
+                 static_cast<long long>(trials), eta.c_str());
+    std::fflush(stderr);
+  }
+  void done() {
+    if (on_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  std::int64_t cases_;
+  Clock::time_point start_, last_{};
+};
+
+}  // namespace
+
+void request_stop() { g_stop.store(true); }
+
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads) {
+  nlohmann::json j = {{"trials", trials}, {"threads", threads}, {"cases", nlohmann::json::array()}};
+  for (const auto& pc : cases)
+    j["cases"].push_back({pc.config->op->name, pc.config->name, pc.config->config_id, pc.variant->name});
+  return sha256_hex(json_text(j));
+}
+
+std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel) {
+  std::vector<std::string> ops, variants, configs;
+  for (const auto& cc : cat.configs) {
+    ops.push_back(cc.op->name);
+    configs.push_back(cc.name);
+    for (const auto* v : reg.variants_of(cc.op->name)) variants.push_back(v->name);
+  }
+  auto check = [](const std::vector<std::string>& globs, const std::vector<std::string>& names, const char* what) {
+    for (const auto& g : globs) {
+      if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return glob_match(g, n); }))
+        fail_usage(std::string("--") + what + " '" + g + "' matches no " + what + " in the catalogue (known: " +
+                   join_names(names) + ")");
+    }
+  };
+  check(sel.op_globs, ops, "op");
+  check(sel.variant_globs, variants, "variant");
+  check(sel.config_globs, configs, "config");
+  if (sel.backend != "all" && sel.backend != "cpu" && sel.backend != "cuda")
+    fail_usage("--backend must be cpu, cuda or all, got '" + sel.backend + "'");
+
+  std::vector<PlannedCase> out;
+  for (const auto& cc : cat.configs) {
+    if (!any_glob(sel.op_globs, cc.op->name) || !any_glob(sel.config_globs, cc.name)) continue;
+    for (const auto* v : reg.variants_of(cc.op->name))
+      if (backend_selected(sel.backend, v->backend) && any_glob(sel.variant_globs, v->name) && cc.selects(*v))
+        out.push_back({&cc, v});
+  }
+  if (out.empty())
+    fail_usage("the selection matches no case (backend " + sel.backend + "; this build has variants for: " +
+               join_names([&] {
+                 std::vector<std::string> b;
+                 for (const auto& v : reg.variants()) b.push_back(to_string(v.backend));
+                 return b;
+               }()) + ")");
+  return out;
+}
+
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg) {
+  std::vector<PlannedCase> out;
+  const CatalogConfig& cc = canary_catalog(reg).configs.front();
+  for (Backend b : {Backend::cpu, Backend::cuda}) {
+    if (std::none_of(cases.begin(), cases.end(), [&](const PlannedCase& p) { return p.variant->backend == b; })) continue;
+    static const char* const kCpu[] = {"cpu.serial", "cpu.atomic"};
+    static const char* const kCuda[] = {"cuda.ordered", "cuda.atomic"};
+    for (const char* name : b == Backend::cpu ? kCpu : kCuda)
+      if (const VariantDef* v = reg.find_variant(cc.op->name, name)) out.push_back({&cc, v});
+  }
+  return out;
+}
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt) {
+  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global()) : std::vector<PlannedCase>{};
+  cases.insert(cases.end(), selected.begin(), selected.end());
+  if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
+  if (opt.save_outputs) make_dirs(*opt.save_outputs);
+
+  const GpuProbe gpus = probe_gpus();
+  const Fingerprint fp = collect_fingerprint(gpus);
+  RunInfo info;
+  info.id = random_run_id();
+  info.started_at = utc_now();
+  info.host = host_name();
+  info.gpu_uuids = json_text(nlohmann::json(gpus.uuids));
+  info.arguments = opt.arguments_json;
+  info.catalog_digest = cat.digest;
+  info.trials_per_case = opt.trials;
+  info.threads = opt.threads;
+  info.plan_digest = plan_digest(cases, opt.trials, opt.threads);
+
+  RunSummary summary;
+  summary.fingerprint_id = fp.id;
+  // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
+  std::set<std::string> done;
+  // By config name, not config_id: two configs of one catalogue may share parameters (and so
+  // their id) under different names, and each is its own case. The plan digest, which resuming
+  // requires equal, fixes every name's parameters.
+  auto case_key = [](const std::string& op, const std::string& config, const std::string& variant) {
+    return op + "\n" + config + "\n" + variant;
+  };
+  std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info, &summary.resume_busy) : std::nullopt;
+  if (resumed) {
+    summary.run_id = resumed->id;
+    summary.resumes = resumed->resumes;
+    for (const auto& sc : resumed->done) {
+      done.insert(case_key(sc.op, sc.config, sc.variant));
+      ++summary.cases;
+      ++summary.resumed_cases;
+      ++summary.by_status[static_cast<int>(sc.cr.status)];
+      if (sc.cr.status == Status::nondeterministic && sc.cr.claim_determinism == "deterministic")
+        summary.broken_claims.push_back(sc.op + "/" + sc.config + "/" + sc.variant + ": " + std::to_string(sc.cr.distinct) +
+                                        " distinct digests in " + std::to_string(sc.cr.trials) + " trials");
+    }
+  } else {
+    summary.run_id = store.begin_run(fp, info);
+  }
+
+  // Cases run in a worker process (isolation) when the caller names the executable to start;
+  // otherwise here, in this process.
+  std::unique_ptr<Worker> worker;
+  std::unique_ptr<CaseHost> host;
+  if (!opt.worker_executable.empty()) {
+    worker = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, opt.catalog_path, cat.digest, opt.threads,
+                                                    opt.case_timeout_s});
+  } else {
+    host = std::make_unique<CaseHost>(opt.threads);
+  }
+  const Catalog& controls = canary_catalog(Registry::global());
+
+  Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
+  // A run that stops on an environment error (store full, outputs folder gone) is marked
+  // interrupted, so it never stays "running" in the store.
+  struct MarkInterruptedOnError {
+    Store& store;
+    const std::string& run_id;
+    bool armed = true;
+    ~MarkInterruptedOnError() {
+      if (!armed) return;
+      try {
+        store.finish_run(run_id, "interrupted");
+      } catch (...) {  // the store may be the thing that failed; the original error is reported
+      }
+    }
+  } guard{store, summary.run_id};
+  std::map<const CatalogConfig*, std::string> digests_made_here;  // when a worker died before sending one
+  std::int64_t index = 0;
+  for (const auto& pc : cases) {
+    if (g_stop.load()) break;
+    const CatalogConfig& cc = *pc.config;
+    const VariantDef& v = *pc.variant;
+    if (done.count(case_key(cc.op->name, cc.name, v.name))) {
+      ++index;
+      continue;
+    }
+    const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
+    progress.show(index, label, 0, opt.trials);
+
+    const CaseRequest req{&cc, &v, opt.trials, opt.save_outputs};
+    const TrialCallback after_trial = [&](std::int64_t trials_done, std::int64_t total) {
+      progress.show(index, label, trials_done, total);
+      return !g_stop.load();
+    };
+    std::optional<CaseExecution> res;
+    if (worker) {
+      const bool control = &cc == &controls.configs.front();
+      const auto config_index = control ? 0 : static_cast<std::int64_t>(&cc - cat.configs.data());
+      res = worker->run(req, control, config_index, after_trial, [] { return g_stop.load(); });
+    } else {
+      res = host->run(req, nullptr, after_trial);
+    }
+    if (!res || g_stop.load()) break;  // a case cut short is not evidence: it is not stored
+    if (res->input_digest.empty()) {
+      // The worker died before it had made the inputs: the case still needs its identity.
+      auto [it, fresh] = digests_made_here.try_emplace(&cc);
+      if (fresh) it->second = input_digest(make_inputs(*cc.op, cc.problem, cc.seed));
+      res->input_digest = it->second;
+    }
+
+    CaseRecord rec;
+    rec.op = cc.op->name;
+    rec.variant = v.name;
+    rec.backend = to_string(v.backend);
+    rec.config = cc.name;
+    rec.config_id = cc.config_id;
+    rec.params = json_text(cc.params_json);
+    rec.seed = cc.seed;
+    rec.input_digest = res->input_digest;
+    rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
+    rec.output_shape = shape_string(cc.problem.output.shape);
+    rec.id = Store::case_id(rec);
+
+    CaseRunRecord cr;
+    cr.claim_determinism = to_string(v.claim.determinism);
+    cr.claim_source = to_string(v.claim.source);
+    cr.claim_reason = v.claim.reason;
+    cr.claim_bit_equal_to = v.bit_equal_to;
+    cr.detail = res->detail;
+    std::vector<TrialRecord> trials;
+    switch (res->kind) {
+      case CaseExecution::Kind::skipped: cr.status = Status::skipped; break;
+      case CaseExecution::Kind::unsupported: cr.status = Status::unsupported; break;
+      case CaseExecution::Kind::error: cr.status = Status::error; break;
+      case CaseExecution::Kind::ran: {
+        if (res->claim) {
+          cr.claim_determinism = to_string(res->claim->determinism);
+          cr.claim_source = to_string(res->claim->source);
+          cr.claim_reason = res->claim->reason;
+        }
+        std::vector<std::string> digests;
+        std::vector<std::int64_t> times;
+        for (std::size_t t = 0; t < res->trials.size(); ++t) {
+          const auto& r = res->trials[t];
+          trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
+          digests.push_back(r.digest);
+          times.push_back(r.elapsed_ns);
+        }
+        if (trials.size() != static_cast<std::size_t>(opt.trials)) {
+          cr.status = Status::error;
+          cr.detail = "the case returned " + std::to_string(trials.size()) + " of " + std::to_string(opt.trials) + " trials";
+          trials.clear();
+          break;
+        }
+        std::sort(digests.begin(), digests.end());
+        cr.distinct = std::unique(digests.begin(), digests.end()) - digests.begin();
+        cr.trials = static_cast<std::int64_t>(trials.size());
+        std::sort(times.begin(), times.end());
+        cr.min_ns = times.front();
+        cr.median_ns = times.size() % 2 ? times[times.size() / 2]
+                                        : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+        cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
+        break;
+      }
+    }
+    store.put_case(summary.run_id, rec, cr, trials);
+    ++summary.cases;
+    ++summary.by_status[static_cast<int>(cr.status)];
+    if (cr.status == Status::nondeterministic && cr.claim_determinism == "deterministic")
+      summary.broken_claims.push_back(label + ": " + std::to_string(cr.distinct) + " distinct digests in " +
+                                      std::to_string(cr.trials) + " trials");
+    ++index;
+  }
+  progress.done();
+  guard.armed = false;
+  summary.interrupted = g_stop.load();
+  store.finish_run(summary.run_id, summary.interrupted ? "interrupted" : "complete");
+  return summary;
+}
+
+}  // namespace d9m

@@ -1,0 +1,69 @@
+// The audit: every selected case of the catalogue, N trials each, into the store.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/core/catalog.h"
+#include "harness/store/store.h"
+
+namespace d9m {
+
+struct Selection {
+  std::string backend = "all";             // cpu | cuda | all
+  std::vector<std::string> op_globs;       // empty: every op
+  std::vector<std::string> variant_globs;  // empty: every variant
+  std::vector<std::string> config_globs;   // empty: every config
+};
+
+struct PlannedCase {
+  const CatalogConfig* config;
+  const VariantDef* variant;
+};
+
+// The cases a selection picks, in catalogue order. A glob that matches nothing is a usage
+// error that lists what exists, so a typo never silently audits nothing.
+std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel);
+
+struct RunOptions {
+  std::int64_t trials = 20;
+  unsigned threads = 1;
+  std::optional<std::string> save_outputs;  // folder for .npy inputs and outputs
+  bool progress = false;                    // case and trial progress on stderr
+  bool canaries = true;                     // include the deterministic and nondeterministic controls
+  bool resume = false;                      // continue the newest interrupted run of the same plan
+  // Isolation: the d9m binary to start worker processes from (see harness/exec/worker.h); empty runs
+  // every case in this process. The catalogue path is what the worker loads ("" = built-in).
+  std::string worker_executable;
+  std::string catalog_path;
+  double case_timeout_s = 300;              // the watchdog: longest wait for a case's next trial
+  std::string arguments_json = "[]";
+};
+
+struct RunSummary {
+  std::string run_id, fingerprint_id;
+  std::int64_t cases = 0;
+  std::int64_t by_status[5] = {};          // indexed by Status
+  std::vector<std::string> broken_claims;  // "op/config/variant: k distinct digests in N trials"
+  bool interrupted = false;
+  std::int64_t resumed_cases = 0;  // cases an interrupted run had stored, kept when resuming it
+  std::int64_t resumes = 0;        // how often this run has been resumed (0: a fresh run)
+  int resume_busy = 0;             // --resume: matching runs another process held (so a new run started)
+};
+
+// What a run sets out to do, as --resume compares it: the cases in order (op, config and its
+// content id, variant), N and the thread count. SHA-256 hex.
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads);
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store,
+                     const RunOptions& opt);
+
+// The control cases for the backends `cases` use: per backend, the deterministic control
+// (cpu.serial / cuda.ordered) and the nondeterministic one (cpu.atomic / cuda.atomic).
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg);
+
+// Set from a signal handler: the run stops after the current trial and is marked interrupted.
+void request_stop();
+
+}  // namespace d9m

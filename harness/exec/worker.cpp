@@ -1,0 +1,358 @@
+#include "harness/exec/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/error.h"
+
+extern char** environ;
+
+namespace d9m {
+
+using nlohmann::json;
+
+namespace {
+
+template <class E> E enum_from_string(const std::string& s, std::initializer_list<E> values) {
+  for (E v : values)
+    if (to_string(v) == s) return v;
+  throw std::invalid_argument("unknown value " + s);
+}
+
+// max_abs travels as its bits: JSON has no NaN or infinity, and a diff may well be one.
+std::uint64_t bits_of(double d) {
+  std::uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
+  return u;
+}
+double double_of(std::uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, sizeof d);
+  return d;
+}
+
+const char* kind_name(CaseExecution::Kind k) {
+  switch (k) {
+    case CaseExecution::Kind::ran: return "ran";
+    case CaseExecution::Kind::unsupported: return "unsupported";
+    case CaseExecution::Kind::skipped: return "skipped";
+    case CaseExecution::Kind::error: return "error";
+  }
+  return "error";
+}
+
+json to_json(const CaseExecution& r) {
+  json trials = json::array();
+  for (const auto& t : r.trials) {
+    json diff = nullptr;
+    if (t.diff) diff = {t.diff->count, bits_of(t.diff->max_abs), t.diff->max_ulp, t.diff->first_index};
+    trials.push_back({t.digest, t.elapsed_ns, diff});
+  }
+  json claim = nullptr;
+  if (r.claim) claim = {{"determinism", to_string(r.claim->determinism)}, {"source", to_string(r.claim->source)}, {"reason", r.claim->reason}};
+  return {{"kind", kind_name(r.kind)}, {"input_digest", r.input_digest}, {"detail", r.detail},
+          {"claim", claim},           {"trials", trials},                {"device_lost", r.device_lost}};
+}
+
+CaseExecution result_from_json(const json& j) {
+  CaseExecution r;
+  const std::string kind = j.at("kind").get<std::string>();
+  bool known = false;
+  for (auto k : {CaseExecution::Kind::ran, CaseExecution::Kind::unsupported, CaseExecution::Kind::skipped, CaseExecution::Kind::error})
+    if (kind == kind_name(k)) r.kind = k, known = true;
+  if (!known) throw std::invalid_argument("unknown result kind " + kind);
+  r.input_digest = j.at("input_digest").get<std::string>();
+  r.detail = j.at("detail").get<std::string>();
+  if (!j.at("claim").is_null()) {
+    const json& c = j.at("claim");
+    r.claim = Claim{enum_from_string(c.at("determinism").get<std::string>(),
+                                     {Determinism::deterministic, Determinism::nondeterministic, Determinism::unknown}),
+                    enum_from_string(c.at("source").get<std::string>(),
+                                     {ClaimSource::design, ClaimSource::vendor_doc, ClaimSource::vendor_api}),
+                    c.at("reason").get<std::string>()};
+  }
+  for (const auto& t : j.at("trials")) {
+    TrialResult tr{t.at(0).get<std::string>(), t.at(1).get<std::int64_t>(), std::nullopt};
+    if (!t.at(2).is_null())
+      tr.diff = DiffStats{t[2].at(0).get<std::int64_t>(), double_of(t[2].at(1).get<std::uint64_t>()),
+                          t[2].at(2).get<std::int64_t>(), t[2].at(3).get<std::int64_t>()};
+    r.trials.push_back(std::move(tr));
+  }
+  r.device_lost = j.at("device_lost").get<bool>();
+  return r;
+}
+
+bool write_all(int fd, const std::string& s) {
+  std::size_t done = 0;
+  while (done < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string describe_wait_status(int st) {
+  if (WIFSIGNALED(st)) {
+    const int sig = WTERMSIG(st);
+    const char* name = strsignal(sig);
+    return "was killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+  }
+  if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
+  return "ended (wait status " + std::to_string(st) + ")";
+}
+
+}  // namespace
+
+Worker::~Worker() {
+  if (pid_ < 0) return;
+  ::close(to_worker_);  // end of requests: the worker returns from its loop
+  to_worker_ = -1;
+  for (int i = 0; i < 50; ++i) {  // up to 5 s for a clean exit, then SIGKILL
+    int st = 0;
+    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    ::usleep(100'000);
+  }
+  if (pid_ > 0) kill_and_reap();
+  if (from_worker_ >= 0) ::close(from_worker_);
+}
+
+void Worker::start() {
+  // A write to a worker that died must fail with EPIPE, not kill the run.
+  ::signal(SIGPIPE, SIG_IGN);
+  int req[2], rep[2];
+  if (::pipe2(req, O_CLOEXEC) != 0) fail_environment(std::string("cannot create a pipe for the worker: ") + std::strerror(errno));
+  if (::pipe2(rep, O_CLOEXEC) != 0) {
+    ::close(req[0]);
+    ::close(req[1]);
+    fail_environment(std::string("cannot create a pipe for the worker: ") + std::strerror(errno));
+  }
+  std::vector<std::string> args = {opt_.executable, "_worker", "--threads", std::to_string(opt_.threads),
+                                   "--catalog-digest", opt_.catalog_digest, "--parent", std::to_string(::getpid())};
+  if (!opt_.catalog_path.empty()) {
+    args.push_back("--catalog");
+    args.push_back(opt_.catalog_path);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, req[0], STDIN_FILENO);  // dup2 clears close-on-exec on the copy
+  posix_spawn_file_actions_adddup2(&fa, rep[1], STDOUT_FILENO);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, opt_.executable.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(req[0]);
+  ::close(rep[1]);
+  if (rc != 0) {
+    ::close(req[1]);
+    ::close(rep[0]);
+    fail_environment("cannot start a worker process (" + opt_.executable + "): " + std::strerror(rc));
+  }
+  pid_ = pid;
+  to_worker_ = req[1];
+  from_worker_ = rep[0];
+  buffer_.clear();
+}
+
+void Worker::kill_and_reap() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = -1;
+  if (to_worker_ >= 0) ::close(to_worker_);
+  if (from_worker_ >= 0) ::close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+}
+
+std::string Worker::reap_reason() {
+  // Its output is closed: it is exiting or gone. Wait briefly, then make sure.
+  int st = 0;
+  std::string why = "closed its output but did not exit (killed)";
+  for (int i = 0; i < 100; ++i) {
+    const pid_t r = ::waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      why = describe_wait_status(st);
+      pid_ = -1;
+      break;
+    }
+    if (r < 0 && errno != EINTR) break;
+    ::usleep(20'000);
+  }
+  kill_and_reap();
+  return why;
+}
+
+std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
+                                      const TrialCallback& after_trial, const std::function<bool()>& stop) {
+  if (pid_ < 0) start();
+  const json request = {{"catalog", canary_catalog ? "controls" : "main"},
+                        {"config", config_index},
+                        {"variant", req.variant->name},
+                        {"trials", req.trials},
+                        {"save_outputs", req.save_outputs ? json(*req.save_outputs) : json(nullptr)}};
+  CaseExecution failed;  // what is known if the worker does not finish the case
+  failed.kind = CaseExecution::Kind::error;
+  if (!write_all(to_worker_, request.dump() + "\n")) {
+    failed.detail = "the worker process " + reap_reason() + " before it took the case";
+    return failed;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.timeout_s));
+  auto deadline = Clock::now() + timeout;
+  std::int64_t trials_done = 0;
+  char chunk[65536];
+  auto last_look = Clock::now();
+  for (;;) {
+    for (std::size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+      const std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      const json msg = json::parse(line, nullptr, false);
+      if (msg.is_discarded() || !msg.is_object()) {
+        kill_and_reap();
+        failed.detail = "the worker process sent an unreadable reply (killed)";
+        return failed;
+      }
+      if (msg.contains("inputs")) {
+        failed.input_digest = msg["inputs"].get<std::string>();
+      } else if (msg.contains("trial")) {
+        trials_done = msg["trial"].get<std::int64_t>();
+        deadline = Clock::now() + timeout;
+        if (after_trial) after_trial(trials_done, req.trials);
+      } else if (msg.contains("fatal")) {
+        const std::string what = msg["fatal"].get<std::string>();
+        const int code = msg.value("code", static_cast<int>(ExitCode::environment));
+        kill_and_reap();
+        throw Error(static_cast<ExitCode>(code), what);
+      } else if (msg.contains("result")) {
+        CaseExecution r;
+        try {
+          r = result_from_json(msg["result"]);
+        } catch (const std::exception& e) {
+          kill_and_reap();
+          failed.detail = std::string("the worker process sent an unreadable result (") + e.what() + ")";
+          return failed;
+        }
+        if (r.device_lost) reap_reason();  // it exits by itself; the next case gets a fresh context
+        return r;
+      }
+    }
+    if (stop && stop()) {
+      kill_and_reap();
+      return std::nullopt;
+    }
+    // A loop turn takes ~100 ms; a much longer one means this process was stopped (Ctrl-Z,
+    // SIGSTOP) or starved, and the worker with it: that time is not the case's.
+    const auto now = Clock::now();
+    if (now - last_look > std::chrono::seconds(1)) deadline += now - last_look;
+    last_look = now;
+    if (now > deadline) {
+      // Last look at the pipe: a heartbeat may be waiting in it.
+      pollfd last{from_worker_, POLLIN, 0};
+      if (::poll(&last, 1, 0) > 0) {
+        const ssize_t got = ::read(from_worker_, chunk, sizeof chunk);
+        if (got > 0) {
+          buffer_.append(chunk, static_cast<std::size_t>(got));
+          continue;
+        }
+      }
+      kill_and_reap();
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", opt_.timeout_s);
+      failed.detail = std::string("watchdog: no trial finished within ") + secs + " s (" + std::to_string(trials_done) +
+                      " of " + std::to_string(req.trials) + " done); the worker process was killed";
+      return failed;
+    }
+    pollfd p{from_worker_, POLLIN, 0};
+    const int n = ::poll(&p, 1, 100);
+    if (n < 0 && errno != EINTR) fail_environment(std::string("poll on the worker's pipe: ") + std::strerror(errno));
+    if (n <= 0) continue;
+    const ssize_t got = ::read(from_worker_, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      failed.detail = "the worker process " + reap_reason() + " while running the case (" + std::to_string(trials_done) +
+                      " of " + std::to_string(req.trials) + " trials done)";
+      return failed;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(got));
+  }
+}
+
+int worker_main(const Catalog& catalog, unsigned threads, const std::string& catalog_digest, pid_t parent) {
+  // Die with the parent: a run killed with SIGKILL must not leave a worker computing on.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 1;
+  // Ctrl-C reaches the whole process group: the parent decides, and kills the worker.
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);
+  const int proto = ::dup(STDOUT_FILENO);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);  // anything else printed goes to stderr, not into the protocol
+  auto send = [&](const json& j) {
+    if (!write_all(proto, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) std::_Exit(1);
+  };
+  if (catalog.digest != catalog_digest) {
+    send({{"fatal", catalog.source + ": the catalogue changed on disk during the run (SHA-256 " + catalog.digest +
+                        ", the run started with " + catalog_digest + ")"},
+          {"code", static_cast<int>(ExitCode::environment)}});
+    return 3;
+  }
+  const Catalog& controls = canary_catalog(Registry::global());
+  CaseHost host(threads);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const json req = json::parse(line, nullptr, false);
+    const Catalog& cat = req.is_object() && req.value("catalog", "") == "controls" ? controls : catalog;
+    const std::int64_t index = req.is_object() ? req.value("config", std::int64_t{-1}) : -1;
+    if (index < 0 || index >= static_cast<std::int64_t>(cat.configs.size())) {
+      send({{"fatal", "worker: bad request: " + line}, {"code", static_cast<int>(ExitCode::environment)}});
+      return 3;
+    }
+    const CatalogConfig& cc = cat.configs[static_cast<std::size_t>(index)];
+    const VariantDef* v = Registry::global().find_variant(cc.op->name, req.value("variant", ""));
+    if (!v) {
+      send({{"fatal", "worker: no variant " + req.value("variant", "") + " of " + cc.op->name}, {"code", 3}});
+      return 3;
+    }
+    CaseRequest cr{&cc, v, req.value("trials", std::int64_t{2}), std::nullopt};
+    if (req.contains("save_outputs") && req["save_outputs"].is_string()) cr.save_outputs = req["save_outputs"].get<std::string>();
+    CaseExecution r;
+    try {
+      r = host.run(cr, [&](const std::string& digest) { send({{"inputs", digest}}); },
+                   [&](std::int64_t done, std::int64_t) {
+                     send({{"trial", done}});
+                     return true;
+                   });
+    } catch (const Error& e) {
+      send({{"fatal", e.what()}, {"code", static_cast<int>(e.code())}});
+      return static_cast<int>(e.code());
+    } catch (const std::exception& e) {
+      r.kind = CaseExecution::Kind::error;
+      r.detail = e.what();
+    }
+    send({{"result", to_json(r)}});
+    if (r.device_lost) return 0;  // this process's CUDA context is gone: the next case gets a new worker
+  }
+  return 0;
+}
+
+}  // namespace d9m

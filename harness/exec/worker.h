@@ -1,0 +1,60 @@
+// Isolation (issue 5): cases run in a worker process, so that a case that crashes, aborts,
+// hangs or leaves the GPU in a sticky error costs that case (ERROR, with the reason) and not the
+// run. The worker is this same d9m binary, started with the hidden subcommand `_worker` through
+// posix_spawn (fork-free: safe in a process that has touched CUDA, and the worker gets a fresh
+// CUDA context). One worker serves case after case until one fails; the next case gets a new one.
+//
+// Protocol, one JSON document per line:
+//   parent -> worker  {"catalog": "main"|"controls", "config": index, "variant": name, "trials": N,
+//                      "save_outputs": dir|null}
+//   worker -> parent  {"inputs": input_digest}            once the inputs exist
+//                     {"trial": k}                        after each trial (the watchdog's heartbeat)
+//                     {"result": {...}}                   the CaseExecution
+// The worker's standard output is the protocol only: stray writes to stdout go to stderr.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "harness/exec/case_exec.h"
+
+namespace d9m {
+
+struct WorkerOptions {
+  std::string executable;     // the d9m binary (its /proc/self/exe)
+  std::string catalog_path;   // as given to `d9m run --catalog` ("" for the built-in one)
+  std::string catalog_digest; // the worker refuses a catalogue that changed since
+  unsigned threads = 1;
+  double timeout_s = 300;     // the watchdog: longest wait for the next trial (the first includes set-up)
+};
+
+class Worker {
+ public:
+  explicit Worker(WorkerOptions opt) : opt_(std::move(opt)) {}
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Runs one case in the worker, starting one if none is alive. A worker that dies, or is killed
+  // by the watchdog, gives a result of kind error with the reason, and this worker is replaced
+  // on the next call. `stop()` is polled several times a second; when it returns true the
+  // worker is killed and the call returns nullopt (a case cut short is not evidence).
+  std::optional<CaseExecution> run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
+                                const TrialCallback& after_trial, const std::function<bool()>& stop);
+
+ private:
+  void start();
+  void kill_and_reap();
+  std::string reap_reason();  // why the worker ended, after it did
+  WorkerOptions opt_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1, from_worker_ = -1;
+  std::string buffer_;
+};
+
+// The worker process's main loop: serves requests on stdin until it closes. Returns the exit code.
+int worker_main(const Catalog& catalog, unsigned threads, const std::string& catalog_digest, pid_t parent);
+
+}  // namespace d9m

@@ -1,0 +1,47 @@
+// Comparing evidence: selecting stacks, stack-to-stack differences within a store, `d9m diff`
+// between two stores, runs or stacks, and golden-digest baselines for nightly checks.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/report/results.h"
+
+namespace d9m {
+
+// Keeps only the stacks named by `selectors` (a label such as S2, a fingerprint id prefix of at
+// least 6 hex digits, or a host name); an unknown selector is a usage error.
+void select_stacks(ReportData& data, const std::vector<std::string>& selectors);
+
+// A deterministic variant whose digest differs between two stacks on the same inputs.
+struct StackDifference {
+  std::string op, config, variant, stack_a, stack_b, digest_a, digest_b;
+};
+std::vector<StackDifference> stack_differences(const ReportData& data);
+
+// `PATH[@SELECTOR]`: a store, optionally narrowed to one stack (label, fingerprint prefix, host)
+// or one run (run:<id prefix>).
+ReportData load_operand(const std::string& operand);
+
+struct DiffReport {
+  std::vector<std::string> regressions;  // deterministic claims that broke in B
+  std::vector<std::string> status_changes, digest_changes, timing_changes;
+  std::vector<std::string> only_a, only_b;
+  std::int64_t compared = 0;
+};
+// Timing changes count only beyond noise: B's median beyond A's by more than `timing_tolerance`
+// (relative) and B's fastest trial beyond A's median (or the mirror image for speed-ups).
+DiffReport diff_reports(const ReportData& a, const ReportData& b, double timing_tolerance = 0.25);
+std::string render_diff(const DiffReport& d, const std::string& a, const std::string& b);
+
+// Baselines: golden digests per stack and case ("d9m.baseline/1"), for the cases claimed
+// deterministic whose evidence agreed.
+nlohmann::json pin_baseline(const ReportData& data);
+struct BaselineCheck {
+  std::vector<std::string> drifted, missing, notes;
+  std::int64_t checked = 0;
+};
+BaselineCheck check_baseline(const ReportData& data, const nlohmann::json& baseline, const std::string& source);
+
+}  // namespace d9m

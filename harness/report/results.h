@@ -1,0 +1,81 @@
+// What a store says, case by case and stack by stack: the numbers every report format renders.
+// One CaseResult is one case on one stack, all its runs together (process-to-process evidence).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/store/store.h"
+
+namespace d9m {
+
+struct StackInfo {
+  std::string id;            // fingerprint id
+  std::string label;         // "S1", "S2", ... in order of first run
+  nlohmann::json fingerprint;
+  std::int64_t runs = 0;
+  std::vector<std::string> hosts;
+  std::string summary() const;  // one line: CPU, OS, compiler, GPU
+};
+
+struct CaseResult {
+  std::string stack, case_id, op, variant, backend, config, config_id, params, input_digest;
+  std::string output_dtype, output_shape;
+  std::string claim_determinism, claim_source, claim_reason, bit_equal_to;
+  Status status = Status::error;
+  std::string detail;
+  std::int64_t trials = 0, distinct = 0, runs = 0;
+  std::string digest;                  // most frequent output digest
+  std::optional<std::int64_t> median_ns, min_ns;
+  std::optional<DiffStats> worst_diff;  // largest ULP distance seen against a run's first trial
+
+  // Zero divergences in the N - 1 comparisons with the first trial bound the per-trial
+  // divergence probability below 1 - 0.05^(1/(N-1)) at 95% confidence.
+  double bound95() const;
+  bool claim_broken() const { return claim_determinism == "deterministic" && status == Status::nondeterministic; }
+};
+
+struct RunRow {
+  std::string id, stack, host, state, started_at, finished_at, arguments, catalog_digest, d9m_version, d9m_commit, chain_root;
+  std::int64_t trials_per_case = 0, threads = 0;
+  std::int64_t resumes = 0;  // times resumed after an interruption
+  // The state as a person reads it: "complete", "complete (resumed 2x)", "interrupted", ...
+  std::string state_text() const { return resumes ? state + " (resumed " + std::to_string(resumes) + "x)" : state; }
+};
+
+struct ReportData {
+  std::string store_path;
+  std::vector<RunRow> run_rows;
+  std::string generated_at;
+  std::vector<StackInfo> stacks;
+  std::vector<CaseResult> results;  // ordered by op, config, variant, stack
+  std::vector<std::string> catalog_digests, d9m_versions;
+  std::vector<std::int64_t> trials_per_case, threads;
+  std::int64_t runs = 0, interrupted_runs = 0;
+
+  const StackInfo& stack(const std::string& id) const;
+};
+
+// Loads every run, or only `run_id`'s when given.
+ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
+
+// A cross-implementation claim checked: `variant` claims the bits of `partner` on the same
+// config, inputs and stack. Checked only where both gave one digest (status DETERMINISTIC).
+struct CrossCheck {
+  std::string op, config, stack, variant, partner, digest, partner_digest;
+  bool equal() const { return digest == partner_digest; }
+};
+std::vector<CrossCheck> cross_checks(const ReportData& data);
+
+// The cost of determinism of one op and config on one stack: the median time of the fastest
+// deterministic-claimed non-reference variant over the fastest nondeterministic-claimed one.
+struct Cost {
+  std::string op, config, stack, backend, solution, against;
+  double ratio = 0;
+};
+std::vector<Cost> determinism_costs(const ReportData& data);
+
+}  // namespace d9m

@@ -1,0 +1,147 @@
+// The evidence store (DESIGN.md "Store"): one SQLite file in WAL mode with a private
+// application_id and user_version = schema version. Keys are content-addressed (fingerprints
+// and cases by SHA-256 of their content; runs by a random 128-bit id), so stores from many
+// machines merge without conflict. All writes are BEGIN IMMEDIATE transactions with a busy
+// timeout, one per case, never one per trial.
+#pragma once
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/core/evidence.h"
+#include "harness/core/fingerprint.h"
+#include "harness/store/run_lease.h"
+
+namespace d9m {
+
+inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
+inline constexpr int kStoreSchemaVersion = 2;
+
+struct TrialRecord {
+  std::int64_t trial = 0;
+  std::string digest;
+  std::int64_t elapsed_ns = 0;
+  std::optional<DiffStats> diff;  // only when the digest differs from trial 0
+};
+
+struct CaseRecord {
+  std::string id;  // SHA-256 of the fields below (content-addressed)
+  std::string op, variant, backend, config, config_id, params;
+  std::uint64_t seed = 0;
+  std::string input_digest, output_dtype, output_shape;
+};
+
+struct CaseRunRecord {
+  Status status = Status::error;
+  std::string detail;  // why ERROR, UNSUPPORTED or SKIPPED
+  std::string claim_determinism, claim_source, claim_reason;
+  std::string claim_bit_equal_to;  // cross-implementation claim, or empty
+  std::int64_t trials = 0, distinct = 0;
+  std::optional<std::int64_t> median_ns, min_ns;
+};
+
+struct RunInfo {
+  std::string id;
+  std::string started_at;
+  std::string host;
+  std::string gpu_uuids;  // JSON array
+  std::string arguments;  // JSON
+  std::string catalog_digest;
+  std::int64_t trials_per_case = 0;
+  std::int64_t threads = 0;
+  std::string plan_digest;  // what --resume matches: see runner.cpp plan_digest()
+};
+
+// A case an interrupted run had already stored, as resuming it needs to know.
+struct StoredCase {
+  std::string op, config, config_id, variant;
+  CaseRunRecord cr;
+};
+
+struct ResumedRun {
+  std::string id;
+  std::int64_t resumes = 0;  // including this one
+  std::vector<StoredCase> done;
+};
+
+class Store {
+ public:
+  enum class Mode { read_only, read_write };
+
+  // Opens or (read_write) creates a store. Anything that is not a d9m store of a schema this
+  // build understands is refused with Error(environment) before a single byte is written.
+  // read_write also migrates an older schema forward (after a backup: see notice()) and marks
+  // interrupted every 'running' run whose process is gone (RunLease).
+  static Store open(const std::string& path, Mode mode);
+
+  Store(Store&& o) noexcept
+      : db_(o.db_), path_(std::move(o.path_)), lease_key_(std::move(o.lease_key_)), schema_(o.schema_),
+        notice_(std::move(o.notice_)),
+        chains_(std::move(o.chains_)), leases_(std::move(o.leases_)) {
+    o.db_ = nullptr;
+  }
+  Store& operator=(Store&&) = delete;
+  ~Store();
+
+  sqlite3* db() const { return db_; }
+  const std::string& path() const { return path_; }
+  int schema_version() const { return schema_; }  // a read-only store may be older than this build
+  const std::string& notice() const { return notice_; }  // what open() did that a user should know
+
+  // Whether the run is really running: its state says so and its writer still holds the lease.
+  bool run_alive(const std::string& run_id) const { return RunLease::taken(lease_key_, run_id); }
+
+  std::string begin_run(const Fingerprint& fp, const RunInfo& info);  // returns the run id
+  // Takes over the newest interrupted run of the same stack and plan (info's catalogue digest,
+  // N, threads and plan digest), marks it running again and returns what it already holds; the
+  // hash chain goes on from its last stored row. Empty when there is none.
+  // `busy` (when given) counts the matching runs another process holds.
+  std::optional<ResumedRun> resume_run(const Fingerprint& fp, const RunInfo& info, int* busy = nullptr);
+  void finish_run(const std::string& run_id, const std::string& state);
+  void put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
+                const std::vector<TrialRecord>& trials);
+
+  static std::string case_id(const CaseRecord& c);
+
+  // The hash chain of a run (tamper evidence): links in write order, each case's case_runs row
+  // then its trials in trial order; link = SHA-256(previous link || canonical JSON of the row),
+  // starting from chain_start(run). runs.chain_root is the last link once the run has ended.
+  static std::string chain_start(const std::string& run_id);
+  static std::string chain_link(const std::string& previous, const std::string& canonical_row);
+  static std::string canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
+                                        const CaseRunRecord& cr);
+  static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+  // The same row through nlohmann::json only (the definition canonical_trial's fast path keeps to).
+  static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+
+ private:
+  Store(sqlite3* db, std::string path, int schema);
+  void migrate();
+  void mark_dead_runs_interrupted();
+  sqlite3* db_;
+  std::string path_;
+  // The store's real path (symlinks resolved): leases belong to the file, whatever name a
+  // process reached it by.
+  std::string lease_key_;
+  int schema_;
+  std::string notice_;
+  struct ChainState {
+    std::int64_t next_seq = 0;
+    std::string last;
+  };
+  static ChainState stored_chain(sqlite3* db, const std::string& run_id);
+  std::map<std::string, ChainState> chains_;  // runs this process writes
+  std::map<std::string, RunLease> leases_;    // their leases, held until they finish
+};
+
+std::string utc_now();          // ISO 8601, seconds, "Z"
+std::string random_run_id();    // 32 hex digits from the OS's random source
+
+// The name of a network file system type (statfs f_type), on which WAL stores are refused.
+std::optional<std::string> network_filesystem_name(std::int64_t f_type);
+
+}  // namespace d9m
