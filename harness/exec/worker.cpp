@@ -228,33 +228,43 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
       const std::string line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
       const json msg = json::parse(line, nullptr, false);
-      if (msg.is_discarded() || !msg.is_object()) {
+      // A message that is not what the protocol says (a worker gone wrong, memory corrupted by
+      // the case) fails this case, never the run.
+      auto malformed = [&](const std::string& why) {
         kill_and_reap();
-        failed.detail = "the worker process sent an unreadable reply (killed)";
+        failed.detail = "the worker process sent a malformed message (" + why + "; killed)";
         return failed;
-      }
+      };
+      if (msg.is_discarded() || !msg.is_object()) return malformed("not a JSON object");
       if (msg.contains("inputs")) {
+        if (!msg["inputs"].is_string()) return malformed("\"inputs\" is not a string");
         failed.input_digest = msg["inputs"].get<std::string>();
       } else if (msg.contains("trial")) {
+        if (!msg["trial"].is_number_integer()) return malformed("\"trial\" is not an integer");
         trials_done = msg["trial"].get<std::int64_t>();
         deadline = Clock::now() + timeout;
         if (after_trial) after_trial(trials_done, req.trials);
       } else if (msg.contains("fatal")) {
+        // The harness failing inside the worker (an unwritable outputs folder): the run stops
+        // with that error, as it would have without isolation.
+        if (!msg["fatal"].is_string()) return malformed("\"fatal\" is not a string");
         const std::string what = msg["fatal"].get<std::string>();
-        const int code = msg.value("code", static_cast<int>(ExitCode::environment));
+        const auto category = msg.contains("category") && msg["category"].is_string()
+                                  ? error_category_from_string(msg["category"].get<std::string>())
+                                  : ErrorCategory::internal;
         kill_and_reap();
-        throw Error(static_cast<ExitCode>(code), what);
+        throw Error(category, what);
       } else if (msg.contains("result")) {
         CaseExecution r;
         try {
           r = result_from_json(msg["result"]);
         } catch (const std::exception& e) {
-          kill_and_reap();
-          failed.detail = std::string("the worker process sent an unreadable result (") + e.what() + ")";
-          return failed;
+          return malformed(std::string("unreadable result: ") + e.what());
         }
         if (r.device_lost) reap_reason();  // it exits by itself; the next case gets a fresh context
         return r;
+      } else {
+        return malformed("no known field");
       }
     }
     if (stop && stop()) {
@@ -313,7 +323,7 @@ int worker_main(const Catalog& catalog, unsigned threads, const std::string& cat
   if (catalog.digest != catalog_digest) {
     send({{"fatal", catalog.source + ": the catalogue changed on disk during the run (SHA-256 " + catalog.digest +
                         ", the run started with " + catalog_digest + ")"},
-          {"code", static_cast<int>(ExitCode::environment)}});
+          {"category", to_string(ErrorCategory::environment)}});
     return 3;
   }
   const Catalog& controls = canary_catalog(Registry::global());
@@ -324,13 +334,13 @@ int worker_main(const Catalog& catalog, unsigned threads, const std::string& cat
     const Catalog& cat = req.is_object() && req.value("catalog", "") == "controls" ? controls : catalog;
     const std::int64_t index = req.is_object() ? req.value("config", std::int64_t{-1}) : -1;
     if (index < 0 || index >= static_cast<std::int64_t>(cat.configs.size())) {
-      send({{"fatal", "worker: bad request: " + line}, {"code", static_cast<int>(ExitCode::environment)}});
+      send({{"fatal", "worker: bad request: " + line}, {"category", to_string(ErrorCategory::internal)}});
       return 3;
     }
     const CatalogConfig& cc = cat.configs[static_cast<std::size_t>(index)];
     const VariantDef* v = Registry::global().find_variant(cc.op->name, req.value("variant", ""));
     if (!v) {
-      send({{"fatal", "worker: no variant " + req.value("variant", "") + " of " + cc.op->name}, {"code", 3}});
+      send({{"fatal", "worker: no variant " + req.value("variant", "") + " of " + cc.op->name}, {"category", to_string(ErrorCategory::internal)}});
       return 3;
     }
     CaseRequest cr{&cc, v, req.value("trials", std::int64_t{2}), std::nullopt};
@@ -343,7 +353,7 @@ int worker_main(const Catalog& catalog, unsigned threads, const std::string& cat
                      return true;
                    });
     } catch (const Error& e) {
-      send({{"fatal", e.what()}, {"code", static_cast<int>(e.code())}});
+      send({{"fatal", e.what()}, {"category", to_string(e.category())}});
       return static_cast<int>(e.code());
     } catch (const std::exception& e) {
       r.kind = CaseExecution::Kind::error;

@@ -10,6 +10,8 @@
 //   worker -> parent  {"inputs": input_digest}            once the inputs exist
 //                     {"trial": k}                        after each trial (the watchdog's heartbeat)
 //                     {"result": {...}}                   the CaseExecution
+//                     {"fatal": message, "category": c}   the harness failed (core/error.h): the run stops
+// Anything else, or a field of the wrong type, fails the case (ERROR), never the run.
 // The worker's standard output is the protocol only: stray writes to stdout go to stderr.
 #pragma once
 #include <sys/types.h>

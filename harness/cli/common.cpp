@@ -1,0 +1,33 @@
+#include "harness/cli/common.h"
+
+#include <iostream>
+
+#include "harness/core/error.h"
+#include "harness/core/npy.h"
+#include "harness/report/report.h"
+
+namespace d9m::cli {
+
+Catalog load_catalog(const std::string& path) {
+  return path.empty() ? default_catalog(Registry::global()) : load_catalog_file(path, Registry::global());
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  write_file_atomically(path, text);
+}
+
+std::string render(const ReportData& data, const std::string& format, bool audit) {
+  if (audit && format != "md" && format != "html") fail_usage("--audit goes with --format md or html");
+  if (format == "md") return render_markdown(data, audit);
+  if (format == "html") return render_html(data, audit);
+  if (format == "json") return render_json(data);
+  if (format == "junit") return render_junit(data);
+  if (format == "csv") return render_csv(data);
+  fail_usage("--format must be md, html, json, junit or csv, got '" + format + "'");
+}
+
+}  // namespace d9m::cli

@@ -1,0 +1,19 @@
+// What several verbs share: the catalogue they read and how they write their output.
+#pragma once
+#include <string>
+
+#include "harness/core/catalog.h"
+#include "harness/report/results.h"
+
+namespace d9m::cli {
+
+// The catalogue at `path`, or the built-in one when it is empty.
+Catalog load_catalog(const std::string& path);
+
+// `text` to `path` (replacing it whole, never half-written), or to standard output for "" or "-".
+void write_output(const std::string& path, const std::string& text);
+
+// A report in `format` (md, html, json, junit, csv); `audit` goes with md and html.
+std::string render(const ReportData& data, const std::string& format, bool audit);
+
+}  // namespace d9m::cli

@@ -1,0 +1,36 @@
+// d9m diff: what changed between two stores, runs or stacks; exit 1 when a deterministic claim
+// regressed.
+#include <memory>
+
+#include "harness/cli/common.h"
+#include "harness/cli/verbs.h"
+#include "harness/core/error.h"
+#include "harness/report/compare.h"
+
+namespace d9m::cli {
+namespace {
+
+struct DiffArgs {
+  std::string a, b, output;
+  double timing_tolerance = 0.25;
+};
+
+int diff(const DiffArgs& a) {
+  const DiffReport d = diff_reports(load_operand(a.a), load_operand(a.b), a.timing_tolerance);
+  write_output(a.output, render_diff(d, a.a, a.b));
+  return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+}
+
+}  // namespace
+
+void add_diff(CLI::App& app, std::vector<Verb>& verbs) {
+  auto o = std::make_shared<DiffArgs>();
+  auto* c = app.add_subcommand("diff", "what changed between two stores, runs or stacks");
+  c->add_option("a", o->a, "STORE[@SELECTOR]: selector S1, a fingerprint prefix, a host or run:<id prefix>")->required();
+  c->add_option("b", o->b, "STORE[@SELECTOR]")->required();
+  c->add_option("--timing-tolerance", o->timing_tolerance, "relative timing change that counts (default 0.25)");
+  c->add_option("-o,--output", o->output, "file to write (default: standard output)");
+  verbs.push_back({c, [o] { return diff(*o); }});
+}
+
+}  // namespace d9m::cli

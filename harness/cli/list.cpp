@@ -1,0 +1,87 @@
+// d9m list: the catalogue as built (ops, variants, claims, configs), as text, JSON, or one case
+// per line for CTest's registration.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "harness/cli/common.h"
+#include "harness/cli/verbs.h"
+#include "harness/core/json_text.h"
+#include "harness/exec/runner.h"
+
+namespace d9m::cli {
+namespace {
+
+using nlohmann::json;
+
+struct ListOptions {
+  std::string catalog, backend = "all";
+  std::vector<std::string> ops;
+  bool json = false, cases = false;
+};
+
+std::string claim_text(const Claim& c) { return to_string(c.determinism) + " (" + to_string(c.source) + "): " + c.reason; }
+
+int list(const ListOptions& o) {
+  const Catalog cat = load_catalog(o.catalog);
+  Selection sel;
+  sel.backend = o.backend;
+  sel.op_globs = o.ops;
+  const auto cases = plan_cases(cat, Registry::global(), sel);
+  if (o.cases) {  // one case per line, for CTest registration
+    for (const auto& c : cases)
+      std::cout << c.config->op->name << "/" << c.config->name << "/" << c.variant->name << " "
+                << to_string(c.variant->backend) << "\n";
+    return 0;
+  }
+  auto selected = [&](const OpDef& op) {
+    for (const auto& c : cases)
+      if (c.config->op == &op) return true;
+    return false;
+  };
+  if (o.json) {
+    json out = {{"schema", "d9m.list/1"}, {"catalog", cat.source}, {"catalog_digest", cat.digest}, {"ops", json::array()}};
+    for (const auto& op : Registry::global().ops()) {
+      if (!selected(op)) continue;
+      json params = json::array();
+      for (const auto& p : op.params) params.push_back({{"name", p.name}, {"doc", p.doc}, {"required", !p.default_value}});
+      json variants = json::array();
+      for (const auto* v : Registry::global().variants_of(op.name))
+        variants.push_back({{"name", v->name}, {"backend", to_string(v->backend)},
+                            {"claim", {{"determinism", to_string(v->claim.determinism)}, {"source", to_string(v->claim.source)}, {"reason", v->claim.reason}}}});
+      json configs = json::array();
+      for (const auto& cc : cat.configs)
+        if (cc.op == &op) configs.push_back({{"name", cc.name}, {"config_id", cc.config_id}, {"params", cc.params_json}, {"seed", cc.seed}});
+      out["ops"].push_back({{"name", op.name}, {"family", op.family}, {"summary", op.summary}, {"params", params},
+                            {"variants", variants}, {"configs", configs}});
+    }
+    std::cout << json_text(out, 2) << "\n";
+    return 0;
+  }
+  std::printf("# catalogue %s (sha256 %.12s), %zu cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size());
+  for (const auto& op : Registry::global().ops()) {
+    if (!selected(op)) continue;
+    std::printf("\n%s  [%s]  %s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str());
+    for (const auto& cc : cat.configs)
+      if (cc.op == &op) std::printf(" %s", cc.name.c_str());
+    std::printf("\n");
+    for (const auto* v : Registry::global().variants_of(op.name))
+      std::printf("  %-22s %-5s %s\n", v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_list(CLI::App& app, std::vector<Verb>& verbs) {
+  auto o = std::make_shared<ListOptions>();
+  auto* c = app.add_subcommand("list", "the catalogue as built: ops, variants, claims, configs");
+  c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  c->add_option("--op", o->ops, "only ops matching these globs");
+  c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  c->add_flag("--json", o->json, "machine-readable");
+  c->add_flag("--cases", o->cases, "one case per line: op/config/variant backend");
+  verbs.push_back({c, [o] { return list(*o); }});
+}
+
+}  // namespace d9m::cli

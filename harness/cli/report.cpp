@@ -1,0 +1,44 @@
+// d9m report: the evidence in a store, rendered in one of the report formats.
+#include <memory>
+#include <optional>
+
+#include "harness/cli/common.h"
+#include "harness/cli/verbs.h"
+#include "harness/core/error.h"
+#include "harness/report/compare.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
+
+namespace d9m::cli {
+namespace {
+
+struct ReportArgs {
+  std::string db = "d9m.sqlite", format = "md", output, run_id;
+  std::vector<std::string> stacks;
+  bool audit = false;
+};
+
+int report(const ReportArgs& a) {
+  const Store store = Store::open(a.db, Store::Mode::read_only);
+  ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
+  if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
+  select_stacks(data, a.stacks);
+  write_output(a.output, render(data, a.format, a.audit));
+  return verdict_of(data).held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+}
+
+}  // namespace
+
+void add_report(CLI::App& app, std::vector<Verb>& verbs) {
+  auto o = std::make_shared<ReportArgs>();
+  auto* c = app.add_subcommand("report", "render the evidence in a store");
+  c->add_option("--db", o->db, "store file");
+  c->add_option("--format", o->format, "md, html, json, junit or csv");
+  c->add_option("-o,--output", o->output, "file to write (default: standard output)");
+  c->add_option("--run", o->run_id, "only this run");
+  c->add_flag("--audit", o->audit, "the audit report for regulated use (md, html)");
+  c->add_option("--stacks", o->stacks, "only these stacks (label S1, fingerprint prefix or host)")->delimiter(',');
+  verbs.push_back({c, [o] { return report(*o); }});
+}
+
+}  // namespace d9m::cli

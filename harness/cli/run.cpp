@@ -1,0 +1,109 @@
+// d9m run: the audit. Every selected case N times, into the store, then the status table.
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "harness/cli/common.h"
+#include "harness/cli/verbs.h"
+#include "harness/core/error.h"
+#include "harness/core/json_text.h"
+#include "harness/exec/runner.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
+
+namespace d9m::cli {
+namespace {
+
+struct RunArgs {
+  std::string catalog, backend = "all", db = "d9m.sqlite", save_outputs;
+  std::vector<std::string> ops, variants, configs;
+  std::int64_t trials = 20;
+  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  bool quiet = false, ctest = false, no_canaries = false, resume = false, no_isolation = false;
+  double timeout = 300;
+  std::vector<std::string> argv;  // the whole command line, recorded with the run
+};
+
+extern "C" void on_signal(int) { request_stop(); }
+
+// This binary, for starting worker processes of the same build: /proc/self/exe is the running
+// image even if the file was replaced (rebuilt) or deleted since.
+std::string self_executable() {
+  if (::access("/proc/self/exe", X_OK) != 0)
+    fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
+  return "/proc/self/exe";
+}
+
+int run(const RunArgs& a) {
+  const Catalog cat = load_catalog(a.catalog);
+  const Selection sel{a.backend, a.ops, a.variants, a.configs};
+  const auto cases = plan_cases(cat, Registry::global(), sel);
+  Store store = Store::open(a.db, Store::Mode::read_write);
+  if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
+  RunOptions opt;
+  opt.resume = a.resume;
+  opt.catalog_path = a.catalog;
+  opt.case_timeout_s = a.timeout;
+  if (!a.no_isolation) opt.worker_executable = self_executable();
+  opt.trials = a.trials;
+  opt.threads = a.threads;
+  opt.progress = isatty(STDERR_FILENO) != 0;
+  opt.canaries = !a.no_canaries;
+  if (!a.save_outputs.empty()) opt.save_outputs = a.save_outputs;
+  opt.arguments_json = json_text(nlohmann::json(a.argv));
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const RunSummary s = run_audit(cat, cases, store, opt);
+  if (!a.quiet) std::cout << render_markdown(load_report_data(store, s.run_id));
+  if (s.resumes > 0)
+    std::fprintf(stderr, "d9m: resumed run %s (resumption %lld): %lld cases were stored before, kept as they are\n",
+                 s.run_id.c_str(), static_cast<long long>(s.resumes), static_cast<long long>(s.resumed_cases));
+  else if (a.resume && s.resume_busy > 0)
+    std::fprintf(stderr, "d9m: --resume: %d matching run(s) are being run or resumed by another process; started a new run\n",
+                 s.resume_busy);
+  else if (a.resume)
+    std::fprintf(stderr, "d9m: --resume: no interrupted run of these cases, N and threads; started a new run\n");
+  std::fprintf(stderr, "d9m: run %s: %lld cases into %s\n", s.run_id.c_str(), static_cast<long long>(s.cases), a.db.c_str());
+  if (s.interrupted) {
+    std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store (`d9m run --resume` with the same arguments continues it)\n");
+    return 130;
+  }
+  for (const auto& b : s.broken_claims) std::fprintf(stderr, "d9m: claim broken: %s\n", b.c_str());
+  if (a.ctest && s.cases > 0 && s.by_status[static_cast<int>(Status::skipped)] == s.cases) return 77;
+  return s.broken_claims.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::string>& argv) {
+  auto o = std::make_shared<RunArgs>();
+  o->argv = argv;
+  auto* c = app.add_subcommand("run", "run the audit and store the evidence");
+  c->add_option("-n,--trials", o->trials, "trials per case (at least 2)")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 30));
+  c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  c->add_option("--op", o->ops, "only ops matching these globs");
+  c->add_option("--variant", o->variants, "only variants matching these globs");
+  c->add_option("--config", o->configs, "only configs matching these globs");
+  c->add_option("--threads", o->threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
+  c->add_option("--db", o->db, "store file");
+  c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  c->add_option("--save-outputs", o->save_outputs, "write inputs and first outputs as .npy under this folder");
+  c->add_flag("-q,--quiet", o->quiet, "print no status table at the end");
+  c->add_flag("--no-canaries", o->no_canaries, "leave out the deterministic and nondeterministic controls");
+  c->add_flag("--ctest", o->ctest, "exit 77 (CTest's skip) when every selected case was SKIPPED");
+  c->add_option("--timeout", o->timeout,
+                "watchdog: a case whose next trial takes longer than this many seconds is stopped and is an ERROR")
+      ->check(CLI::Range(0.1, 1e7));
+  c->add_flag("--no-isolation", o->no_isolation,
+              "run cases in this process, not in a worker process (for debuggers; a crash then ends the run)");
+  c->add_flag("--resume", o->resume,
+              "continue the newest interrupted run of the same cases, N and threads (a new run if there is none)");
+  verbs.push_back({c, [o] { return run(*o); }});
+}
+
+}  // namespace d9m::cli

@@ -1,0 +1,86 @@
+// The parent side of the worker protocol (exec/worker.h) against a worker that speaks it wrong:
+// every malformed message fails the case with the reason, and never ends the run (an exception
+// out of Worker::run would end it as an internal error).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/core/catalog.h"
+#include "harness/core/error.h"
+#include "harness/exec/worker.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Reply {
+  const char* name;
+  const char* lines;  // what the fake worker prints after reading the request
+};
+
+void PrintTo(const Reply& r, std::ostream* os) { *os << r.name; }
+
+class WorkerProtocolTest : public ::testing::TestWithParam<Reply> {};
+
+TEST_P(WorkerProtocolTest, MalformedMessageFailsTheCaseNotTheRun) {
+  const fs::path dir = fs::temp_directory_path() / ("d9m_worker_protocol_" + std::to_string(::getpid()) + "_" + GetParam().name);
+  fs::create_directories(dir);
+  const fs::path script = dir / "fake_worker.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nread request\ncat <<'EOF'\n" << GetParam().lines << "\nEOF\nsleep 30\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+
+  const Catalog cat = default_catalog(Registry::global());
+  const CatalogConfig& cc = cat.configs.front();
+  const VariantDef* v = Registry::global().variants_of(cc.op->name).front();
+  Worker worker(WorkerOptions{script.string(), "", cat.digest, 1, 20});
+  const CaseRequest req{&cc, v, 2, std::nullopt};
+  std::optional<CaseExecution> r;
+  EXPECT_NO_THROW(r = worker.run(req, false, 0, nullptr, [] { return false; }));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->kind, CaseExecution::Kind::error);
+  EXPECT_NE(r->detail.find("malformed message"), std::string::npos) << r->detail;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Replies, WorkerProtocolTest,
+    ::testing::Values(Reply{"not_json", "this is not JSON"}, Reply{"array", "[1, 2]"},
+                      Reply{"inputs_number", R"({"inputs": 5})"}, Reply{"trial_string", R"({"trial": "one"})"},
+                      Reply{"fatal_number", R"({"fatal": 7})"}, Reply{"unknown_field", R"({"hello": 1})"},
+                      Reply{"result_bad_kind", R"({"result": {"kind": 3}})"},
+                      Reply{"result_bad_trials",
+                            R"({"result": {"kind": "ran", "input_digest": "x", "detail": "", "claim": null, "trials": [[1]], "device_lost": false}})"}),
+    [](const ::testing::TestParamInfo<Reply>& p) { return std::string(p.param.name); });
+
+// A worker's "fatal" keeps the category it was raised with (core/error.h), so the CLI exits
+// with the code the same failure gives without isolation.
+TEST(WorkerProtocol, FatalKeepsItsCategory) {
+  const fs::path dir = fs::temp_directory_path() / ("d9m_worker_fatal_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path script = dir / "fake_worker.sh";
+  std::ofstream(script) << "#!/bin/sh\nread request\necho '{\"fatal\": \"out: cannot write\", \"category\": \"environment\"}'\nsleep 30\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const Catalog cat = default_catalog(Registry::global());
+  const CatalogConfig& cc = cat.configs.front();
+  Worker worker(WorkerOptions{script.string(), "", cat.digest, 1, 20});
+  const CaseRequest req{&cc, Registry::global().variants_of(cc.op->name).front(), 2, std::nullopt};
+  try {
+    worker.run(req, false, 0, nullptr, [] { return false; });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.category(), ErrorCategory::environment);
+    EXPECT_EQ(e.code(), ExitCode::environment);
+    EXPECT_STREQ(e.what(), "out: cannot write");
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace d9m
