@@ -36,27 +36,50 @@ std::string to_string(ClaimSource s) {
   return "design";
 }
 
+std::string to_string(Role r) {
+  switch (r) {
+    case Role::unset: return "unset";
+    case Role::reference: return "reference";
+    case Role::atomic: return "atomic";
+    case Role::ordered: return "ordered";
+    case Role::vendor: return "vendor";
+    case Role::autotune: return "autotune";
+    case Role::control: return "control";
+  }
+  return "unset";
+}
+
+std::optional<Role> role_from_string(const std::string& s) {
+  for (Role r : {Role::reference, Role::atomic, Role::ordered, Role::vendor, Role::autotune, Role::control})
+    if (s == to_string(r)) return r;
+  return std::nullopt;
+}
+
 Registry& Registry::global() {
   static Registry registry;  // function-local: safe from static-initialisation order
   return registry;
 }
 
-// A duplicate registration is a programming error that would make results ambiguous; it is
-// reported and the process stops before main, where every developer sees it at once.
-[[noreturn]] static void duplicate(const std::string& what) {
-  std::fprintf(stderr, "d9m: %s is registered twice\n", what.c_str());
+// A duplicate registration, or a variant without a role, is a programming error that would make
+// results ambiguous; it is reported and the process stops before main, where every developer
+// sees it at once.
+[[noreturn]] static void refuse(const std::string& what) {
+  std::fprintf(stderr, "d9m: %s\n", what.c_str());
   std::abort();
 }
 
 bool Registry::add(OpDef op) {
-  if (find_op(op.name)) duplicate("op " + op.name);
+  if (find_op(op.name)) refuse("op " + op.name + " is registered twice");
   ops_.push_back(std::move(op));
   return true;
 }
 
-bool Registry::add(VariantDef v) {
-  if (find_variant(v.op, v.name)) duplicate("variant " + v.op + "/" + v.name);
-  variants_.push_back(std::move(v));
+bool Registry::add(std::vector<VariantDef> variants) {
+  for (auto& v : variants) {
+    if (find_variant(v.op, v.name)) refuse("variant " + v.op + "/" + v.name + " is registered twice");
+    if (v.role == Role::unset) refuse("variant " + v.op + "/" + v.name + " is registered without a role");
+    variants_.push_back(std::move(v));
+  }
   return true;
 }
 

@@ -101,9 +101,22 @@ enum class Backend { cpu, cuda };
 enum class Determinism { deterministic, nondeterministic, unknown };
 enum class ClaimSource { design, vendor_doc, vendor_api };
 
+// What a variant is, as reports, controls and solutions read it (DESIGN.md "Variant roles"):
+//   reference  the serial definition of the op (never offered as a fix: one thread by design)
+//   atomic     races by construction (atomic adds in the scheduler's order)
+//   ordered    d9m's own fixed-order implementation
+//   vendor     library code (cuDNN, cuBLAS, CUB, cuSPARSE)
+//   autotune   a library choosing its algorithm by timing
+//   control    exists to test the harness itself (fault injection), not the op
+// `unset` is only the default of the field: the registry refuses a variant that leaves it.
+enum class Role { unset, reference, atomic, ordered, vendor, autotune, control };
+
 std::string to_string(Backend b);
 std::string to_string(Determinism d);
 std::string to_string(ClaimSource s);
+std::string to_string(Role r);
+// The role a store spells; nullopt for text that is not one.
+std::optional<Role> role_from_string(const std::string& s);
 
 struct Claim {
   Determinism determinism = Determinism::unknown;
@@ -145,6 +158,7 @@ struct VariantDef {
   std::string op;
   std::string name;  // "cpu.atomic", "cuda.ordered", "cudnn.algo1", ...
   Backend backend = Backend::cpu;
+  Role role = Role::unset;
   Claim claim;
   // Empty when the variant supports every config; otherwise returns why it does not.
   std::function<std::optional<std::string>(const Problem&)> unsupported;
@@ -162,7 +176,7 @@ class Registry {
   static Registry& global();
 
   bool add(OpDef op);
-  bool add(VariantDef variant);
+  bool add(std::vector<VariantDef> variants);
 
   const std::vector<OpDef>& ops() const { return ops_; }
   const std::vector<VariantDef>& variants() const { return variants_; }
@@ -180,8 +194,13 @@ class Registry {
 #define D9M_CONCAT_INNER(a, b) a##b
 #define D9M_CONCAT(a, b) D9M_CONCAT_INNER(a, b)
 // Registers at static-initialisation time. The kernels library is linked whole-archive so the
-// linker cannot drop a translation unit whose only job is to register.
+// linker cannot drop a translation unit whose only job is to register. Variants are registered
+// one way only, as a list: written out,
+//   D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cpu.serial", ...}, {...}});
+// or made by a family's helper that returns them,
+//   D9M_REGISTER_VARIANTS(accumulate::cpu_variants("scatter_add", scatter_add));
 #define D9M_REGISTER_OP(...) \
   static const bool D9M_CONCAT(d9m_registered_op_, __LINE__) = ::d9m::Registry::global().add(__VA_ARGS__)
-#define D9M_REGISTER_VARIANT(...) \
-  static const bool D9M_CONCAT(d9m_registered_variant_, __LINE__) = ::d9m::Registry::global().add(__VA_ARGS__)
+#define D9M_REGISTER_VARIANTS(...)                                     \
+  static const bool D9M_CONCAT(d9m_registered_variants_, __LINE__) = \
+      ::d9m::Registry::global().add(std::vector<::d9m::VariantDef>(__VA_ARGS__))

@@ -20,13 +20,13 @@ void write_output(const std::string& path, const std::string& text) {
   write_file_atomically(path, text);
 }
 
-std::string render(const ReportData& data, const std::string& format, bool audit) {
+std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit) {
   if (audit && format != "md" && format != "html") fail_usage("--audit goes with --format md or html");
-  if (format == "md") return render_markdown(data, audit);
-  if (format == "html") return render_html(data, audit);
-  if (format == "json") return render_json(data);
-  if (format == "junit") return render_junit(data);
-  if (format == "csv") return render_csv(data);
+  if (format == "md") return render_markdown(data, model, audit);
+  if (format == "html") return render_html(data, model, audit);
+  if (format == "json") return render_json(data, model);
+  if (format == "junit") return render_junit(data, model);
+  if (format == "csv") return render_csv(data, model);
   fail_usage("--format must be md, html, json, junit or csv, got '" + format + "'");
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "harness/core/catalog.h"
+#include "harness/report/model.h"
 #include "harness/report/results.h"
 
 namespace d9m::cli {
@@ -14,6 +15,6 @@ Catalog load_catalog(const std::string& path);
 void write_output(const std::string& path, const std::string& text);
 
 // A report in `format` (md, html, json, junit, csv); `audit` goes with md and html.
-std::string render(const ReportData& data, const std::string& format, bool audit);
+std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit);
 
 }  // namespace d9m::cli

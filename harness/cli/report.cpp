@@ -23,8 +23,9 @@ int report(const ReportArgs& a) {
   ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
   select_stacks(data, a.stacks);
-  write_output(a.output, render(data, a.format, a.audit));
-  return verdict_of(data).held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  const StatusModel model = build_status_model(data);
+  write_output(a.output, render(data, model, a.format, a.audit));
+  return model.verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 
 }  // namespace

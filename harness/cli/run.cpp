@@ -59,7 +59,10 @@ int run(const RunArgs& a) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const RunSummary s = run_audit(cat, cases, store, opt);
-  if (!a.quiet) std::cout << render_markdown(load_report_data(store, s.run_id));
+  // The run's verdict is the one `d9m report --run` gives for it: read back from the store.
+  const ReportData data = load_report_data(store, s.run_id);
+  const StatusModel model = build_status_model(data);
+  if (!a.quiet) std::cout << render_markdown(data, model);
   if (s.resumes > 0)
     std::fprintf(stderr, "d9m: resumed run %s (resumption %lld): %lld cases were stored before, kept as they are\n",
                  s.run_id.c_str(), static_cast<long long>(s.resumes), static_cast<long long>(s.resumed_cases));
@@ -73,9 +76,10 @@ int run(const RunArgs& a) {
     std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store (`d9m run --resume` with the same arguments continues it)\n");
     return 130;
   }
-  for (const auto& b : s.broken_claims) std::fprintf(stderr, "d9m: claim broken: %s\n", b.c_str());
+  for (const auto& f : model.verdict.failures)
+    std::fprintf(stderr, "d9m: FAIL: %s: %s\n", to_string(f.kind).c_str(), f.text.c_str());
   if (a.ctest && s.cases > 0 && s.by_status[static_cast<int>(Status::skipped)] == s.cases) return 77;
-  return s.broken_claims.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  return model.verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 
 }  // namespace

@@ -44,8 +44,7 @@ struct RunOptions {
 struct RunSummary {
   std::string run_id, fingerprint_id;
   std::int64_t cases = 0;
-  std::int64_t by_status[5] = {};          // indexed by Status
-  std::vector<std::string> broken_claims;  // "op/config/variant: k distinct digests in N trials"
+  std::int64_t by_status[5] = {};          // indexed by Status (the verdict is report/model.h's, read from the store)
   bool interrupted = false;
   std::int64_t resumed_cases = 0;  // cases an interrupted run had stored, kept when resuming it
   std::int64_t resumes = 0;        // how often this run has been resumed (0: a fresh run)

@@ -51,19 +51,6 @@ void select_stacks(ReportData& data, const std::vector<std::string>& selectors) 
   data.stacks = kept;
 }
 
-std::vector<StackDifference> stack_differences(const ReportData& data) {
-  std::vector<StackDifference> out;
-  std::map<std::string, std::vector<const CaseResult*>> by_case;  // case id includes the input digest
-  for (const auto& r : data.results)
-    if (r.status == Status::deterministic) by_case[r.case_id].push_back(&r);
-  for (const auto& [id, rs] : by_case)
-    for (std::size_t i = 0; i < rs.size(); ++i)
-      for (std::size_t j = i + 1; j < rs.size(); ++j)
-        if (rs[i]->digest != rs[j]->digest)
-          out.push_back({rs[i]->op, rs[i]->config, rs[i]->variant, rs[i]->stack, rs[j]->stack, rs[i]->digest, rs[j]->digest});
-  return out;
-}
-
 ReportData load_operand(const std::string& operand) {
   const auto at = operand.rfind('@');
   const std::string path = at == std::string::npos ? operand : operand.substr(0, at);

@@ -14,12 +14,6 @@ namespace d9m {
 // least 6 hex digits, or a host name); an unknown selector is a usage error.
 void select_stacks(ReportData& data, const std::vector<std::string>& selectors);
 
-// A deterministic variant whose digest differs between two stacks on the same inputs.
-struct StackDifference {
-  std::string op, config, variant, stack_a, stack_b, digest_a, digest_b;
-};
-std::vector<StackDifference> stack_differences(const ReportData& data);
-
 // `PATH[@SELECTOR]`: a store, optionally narrowed to one stack (label, fingerprint prefix, host)
 // or one run (run:<id prefix>).
 ReportData load_operand(const std::string& operand);

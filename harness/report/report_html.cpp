@@ -8,20 +8,16 @@
 #include <set>
 #include <sstream>
 
-#include "harness/report/compare.h"
 #include "harness/core/escape.h"
 #include "harness/core/fingerprint.h"
+#include "harness/report/format.h"
 #include "harness/report/report.h"
 
 namespace d9m {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+using format::num;
 
 const char* status_class(Status s) {
   switch (s) {
@@ -80,44 +76,25 @@ const char* kScript = R"js(
 })();
 )js";
 
-}  // namespace
 
-std::string render_html(const ReportData& data, bool audit) {
-  const Verdict verdict = verdict_of(data);
-  std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-    << "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n<title>d9m determinism "
-    << (audit ? "audit" : "status") << "</title>\n<style>" << kStyle << "</style></head><body>\n";
-  o << "<h1>d9m determinism " << (audit ? "audit report" : "status") << "</h1>\n";
-  o << "<div class=\"meta\">" << xml_escape(report_header(data)) << "</div>\n";
-  o << "<p><span class=\"verdict " << (verdict.held() ? "ok\">PASS: every claim held" : "bad\">FAIL: claims broken")
+void verdict_block(std::ostringstream& o, const Verdict& verdict) {
+  o << "<p><span class=\"verdict " << (verdict.held() ? "ok\">PASS: every claim held" : "bad\">FAIL")
     << "</span> &nbsp; " << verdict.cases << " cases: " << verdict.by_status[0] << " deterministic, " << verdict.by_status[1]
     << " nondeterministic, " << verdict.by_status[2] << " errors, " << verdict.by_status[3] << " unsupported, "
     << verdict.by_status[4] << " skipped</p>\n";
   if (!verdict.held()) {
     o << "<ul>";
-    for (const auto& b : verdict.broken) o << "<li class=\"e\">" << xml_escape(b) << "</li>";
+    for (const auto& f : verdict.failures) o << "<li class=\"e\">" << xml_escape(to_string(f.kind) + ": " + f.text) << "</li>";
     o << "</ul>\n";
   }
   for (const auto& w : verdict.warnings) o << "<p class=\"e\">WARNING: " << xml_escape(w) << "</p>\n";
-  if (audit) o << audit_sections_html(data);
+}
 
-  // Stacks.
-  o << "<h2>Stacks</h2>\n<table><thead><tr><th>stack</th><th>fingerprint</th><th>runs</th><th>hosts</th><th>contents</th></tr></thead><tbody>\n";
-  for (const auto& s : data.stacks) {
-    std::string hosts;
-    for (const auto& h : s.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
-    o << "<tr><td>" << xml_escape(s.label) << "</td><td><code>" << xml_escape(s.id.substr(0, 16)) << "</code></td><td class=\"num\">"
-      << s.runs << "</td><td>" << xml_escape(hosts) << "</td><td>" << xml_escape(s.summary()) << "</td></tr>\n";
-  }
-  o << "</tbody></table>\n";
-
-  // Heatmap: rows op/variant, columns stacks; the cell colour is the worst status over configs.
-  std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<const CaseResult*>>> grid;
-  for (const auto& r : data.results) grid[{r.op, r.variant}][r.stack].push_back(&r);
+// Rows op/variant, columns stacks; each cell as the model sums it up over the configs.
+void heatmap(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   const int row_h = 20, label_w = 330, col_w = 110, top = 26;
   const int width = label_w + col_w * static_cast<int>(std::max<std::size_t>(data.stacks.size(), 1)) + 10;
-  const int height = top + row_h * static_cast<int>(grid.size()) + 6;
+  const int height = top + row_h * static_cast<int>(m.rows.size()) + 6;
   o << "<h2>Status by source</h2>\n<div class=\"legend\"><span class=\"d\">D deterministic</span><span class=\"nd\">ND k/N "
        "nondeterministic</span><span class=\"e\">E error</span><span class=\"u\">U unsupported</span><span class=\"s\">- not run "
        "or skipped</span><span class=\"broken\">claim broken</span></div>\n";
@@ -127,81 +104,81 @@ std::string render_html(const ReportData& data, bool audit) {
     o << "<text x=\"" << label_w + static_cast<int>(j) * col_w + col_w / 2 << "\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">"
       << xml_escape(data.stacks[j].label) << "</text>\n";
   static const std::map<std::string, std::string> fill = {{"d", "#4ac26b"}, {"nd", "#fa4549"}, {"e", "#8c0f24"}, {"u", "#afb8c1"}, {"s", "#f6f8fa"}};
-  int row = 0;
-  for (const auto& [key, per_stack] : grid) {
-    const int y = top + row * row_h;
-    o << "<text x=\"4\" y=\"" << y + 14 << "\">" << xml_escape(key.first + "  " + key.second) << "</text>\n";
-    for (std::size_t j = 0; j < data.stacks.size(); ++j) {
-      auto it = per_stack.find(data.stacks[j].id);
-      std::string cls = "s", text = "-", title = "not run";
-      bool broken = false;
-      if (it != per_stack.end()) {
-        Status worst = Status::skipped;
-        const CaseResult* worst_nd = nullptr;
-        std::size_t nd = 0;
-        for (const auto* r : it->second) {
-          broken |= r->claim_broken();
-          if (r->status == Status::nondeterministic) {
-            ++nd;
-            if (!worst_nd || r->distinct > worst_nd->distinct) worst_nd = r;
-          }
-          auto rank = [](Status s) { return s == Status::error ? 4 : s == Status::nondeterministic ? 3 : s == Status::deterministic ? 2 : s == Status::unsupported ? 1 : 0; };
-          if (rank(r->status) > rank(worst)) worst = r->status;
-        }
-        cls = status_class(worst);
-        text = worst == Status::nondeterministic ? "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials)
-               : worst == Status::deterministic ? "D" : worst == Status::error ? "E" : worst == Status::unsupported ? "U" : "-";
-        title = std::to_string(it->second.size()) + " configs" + (nd ? ", " + std::to_string(nd) + " nondeterministic" : "") +
-                (broken ? ", claim broken" : "");
-      }
+  int row_index = 0;
+  for (const auto& row : m.rows) {
+    const int y = top + row_index * row_h;
+    o << "<text x=\"4\" y=\"" << y + 14 << "\">" << xml_escape(row.op + "  " + row.variant) << "</text>\n";
+    for (std::size_t j = 0; j < row.cells.size(); ++j) {
+      const StatusCell& c = row.cells[j];
+      const std::string cls = c.configs ? status_class(c.status) : "s";
+      const std::string title = c.configs ? std::to_string(c.configs) + " configs" +
+                                                (c.nd_configs ? ", " + std::to_string(c.nd_configs) + " nondeterministic" : "") +
+                                                (c.broken ? ", claim broken" : "")
+                                          : "not run";
       const int x = label_w + static_cast<int>(j) * col_w;
-      o << "<g><title>" << xml_escape(key.first + " " + key.second + " on " + data.stacks[j].label + ": " + title) << "</title>"
+      o << "<g><title>" << xml_escape(row.op + " " + row.variant + " on " + data.stacks[j].label + ": " + title) << "</title>"
         << "<rect x=\"" << x + 2 << "\" y=\"" << y + 2 << "\" width=\"" << col_w - 4 << "\" height=\"" << row_h - 3 << "\" fill=\""
-        << fill.at(cls) << "\"" << (broken ? " stroke=\"#1b1f24\" stroke-width=\"3\"" : " stroke=\"#d0d7de\"") << "/>"
+        << fill.at(cls) << "\"" << (c.broken ? " stroke=\"#1b1f24\" stroke-width=\"3\"" : " stroke=\"#d0d7de\"") << "/>"
         << "<text x=\"" << x + col_w / 2 << "\" y=\"" << y + 15 << "\" text-anchor=\"middle\" fill=\""
-        << (cls == "nd" || cls == "e" ? "#fff" : "#1b1f24") << "\">" << xml_escape(text) << "</text></g>\n";
+        << (cls == "nd" || cls == "e" ? "#fff" : "#1b1f24") << "\">" << xml_escape(c.text) << "</text></g>\n";
     }
-    ++row;
+    ++row_index;
   }
   o << "</svg>\n";
+}
 
-  // Cost of determinism: geometric mean per op and backend, log-scaled bars around 1x.
-  std::map<std::pair<std::string, std::string>, std::vector<const Cost*>> costs_by;
-  const auto costs = determinism_costs(data);
-  for (const auto& c : costs) costs_by[{c.op, c.backend}].push_back(&c);
-  if (!costs_by.empty()) {
-    const int bar_h = 18, lw = 300, axis_w = 420, h = 30 + bar_h * static_cast<int>(costs_by.size());
-    const double lo = std::log2(1.0 / 16), hi = std::log2(16.0);
-    auto xpos = [&](double ratio) {
-      const double l = std::min(hi, std::max(lo, std::log2(ratio)));
-      return lw + static_cast<int>((l - lo) / (hi - lo) * axis_w);
-    };
-    o << "<h2>Cost of determinism</h2>\n<p>Median time of the deterministic variant over the median of the fastest nondeterministic one "
-         "(geometric mean over configs and stacks; log scale, 1x in the middle).</p>\n";
-    o << "<svg role=\"img\" aria-label=\"cost of determinism\" width=\"" << lw + axis_w + 90 << "\" height=\"" << h << "\">\n";
-    for (double t : {1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0})
-      o << "<line x1=\"" << xpos(t) << "\" y1=\"14\" x2=\"" << xpos(t) << "\" y2=\"" << h << "\" stroke=\"#d0d7de\"/><text x=\"" << xpos(t)
-        << "\" y=\"11\" text-anchor=\"middle\">" << fmt(t < 1 ? "%.3gx" : "%.0fx", t) << "</text>\n";
-    int i = 0;
-    for (const auto& [key, cs] : costs_by) {
-      double lg = 0;
-      for (const auto* c : cs) lg += std::log(c->ratio);
-      const double g = std::exp(lg / static_cast<double>(cs.size()));
-      const int y = 20 + i * bar_h, x1 = std::min(xpos(1.0), xpos(g)), x2 = std::max(xpos(1.0), xpos(g));
-      o << "<g><title>" << xml_escape(key.first + " (" + key.second + "): " + cs.front()->solution + " vs " + cs.front()->against + ", " +
-                                      fmt("%.2fx", g) + " over " + std::to_string(cs.size()) + " configs")
-        << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(key.first + " (" + key.second + ")") << "</text><rect x=\"" << x1
-        << "\" y=\"" << y + 2 << "\" width=\"" << std::max(x2 - x1, 1) << "\" height=\"" << bar_h - 5 << "\" fill=\""
-        << (g > 1 ? "#bf8700" : "#2da44e") << "\"/><text x=\"" << x2 + 4 << "\" y=\"" << y + 13 << "\">" << fmt("%.2fx", g) << "</text></g>\n";
-      ++i;
-    }
-    o << "</svg>\n";
+// The solutions' costs, the same numbers as the Markdown footnotes: log-scaled bars around 1x.
+void cost_chart(std::ostringstream& o, const StatusModel& m) {
+  if (m.solutions.empty()) return;
+  const int bar_h = 18, lw = 300, axis_w = 420, h = 30 + bar_h * static_cast<int>(m.solutions.size());
+  const double lo = std::log2(1.0 / 16), hi = std::log2(16.0);
+  auto xpos = [&](double ratio) {
+    const double l = std::min(hi, std::max(lo, std::log2(ratio)));
+    return lw + static_cast<int>((l - lo) / (hi - lo) * axis_w);
+  };
+  o << "<h2>Cost of determinism</h2>\n<p>Median time of the deterministic variant over the median of the fastest nondeterministic one "
+       "(geometric mean over the configs and stacks where it was the fastest deterministic variant; log scale, 1x in the middle).</p>\n";
+  o << "<svg role=\"img\" aria-label=\"cost of determinism\" width=\"" << lw + axis_w + 90 << "\" height=\"" << h << "\">\n";
+  for (double t : {1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0})
+    o << "<line x1=\"" << xpos(t) << "\" y1=\"14\" x2=\"" << xpos(t) << "\" y2=\"" << h << "\" stroke=\"#d0d7de\"/><text x=\"" << xpos(t)
+      << "\" y=\"11\" text-anchor=\"middle\">" << num(t < 1 ? "%.3gx" : "%.0fx", t) << "</text>\n";
+  int i = 0;
+  for (const auto& s : m.solutions) {
+    const double g = s.geomean();
+    const int y = 20 + i * bar_h, x1 = std::min(xpos(1.0), xpos(g)), x2 = std::max(xpos(1.0), xpos(g));
+    o << "<g><title>" << xml_escape(s.op + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + num("%.2fx", g) + " over " +
+                                    std::to_string(s.ratios.size()) + " configs")
+      << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(s.op + " (" + s.backend + ")") << "</text><rect x=\"" << x1
+      << "\" y=\"" << y + 2 << "\" width=\"" << std::max(x2 - x1, 1) << "\" height=\"" << bar_h - 5 << "\" fill=\""
+      << (g > 1 ? "#bf8700" : "#2da44e") << "\"/><text x=\"" << x2 + 4 << "\" y=\"" << y + 13 << "\">" << num("%.2fx", g) << "</text></g>\n";
+    ++i;
   }
+  o << "</svg>\n";
+}
 
-  const auto diffs = stack_differences(data);
-  if (!diffs.empty()) {
+}  // namespace
+
+std::string render_html(const ReportData& data, const StatusModel& m, bool audit) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    << "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n<title>d9m determinism "
+    << (audit ? "audit" : "status") << "</title>\n<style>" << kStyle << "</style></head><body>\n";
+  o << "<h1>d9m determinism " << (audit ? "audit report" : "status") << "</h1>\n";
+  o << "<div class=\"meta\">" << xml_escape(report_header(data)) << "</div>\n";
+  verdict_block(o, m.verdict);
+  if (audit) o << audit_sections_html(data, m);
+
+  o << "<h2>Stacks</h2>\n<table><thead><tr><th>stack</th><th>fingerprint</th><th>runs</th><th>hosts</th><th>contents</th></tr></thead><tbody>\n";
+  for (const auto& s : data.stacks)
+    o << "<tr><td>" << xml_escape(s.label) << "</td><td><code>" << xml_escape(s.id.substr(0, 16)) << "</code></td><td class=\"num\">"
+      << s.runs << "</td><td>" << xml_escape(format::join(s.hosts, ", ")) << "</td><td>" << xml_escape(s.summary()) << "</td></tr>\n";
+  o << "</tbody></table>\n";
+  heatmap(o, data, m);
+  cost_chart(o, m);
+
+  if (!m.stack_differences.empty()) {
     o << "<h2>Stack-to-stack differences</h2>\n<table><thead><tr><th>op</th><th>config</th><th>variant</th><th>stacks</th><th>digests</th></tr></thead><tbody>\n";
-    for (const auto& d : diffs)
+    for (const auto& d : m.stack_differences)
       o << "<tr><td>" << xml_escape(d.op) << "</td><td>" << xml_escape(d.config) << "</td><td>" << xml_escape(d.variant) << "</td><td>"
         << xml_escape(data.stack(d.stack_a).label + " vs " + data.stack(d.stack_b).label) << "</td><td><code>" << xml_escape(d.digest_a)
         << "</code><br><code>" << xml_escape(d.digest_b) << "</code></td></tr>\n";
@@ -213,13 +190,13 @@ std::string render_html(const ReportData& data, bool audit) {
        "<table id=\"cases\"><thead><tr><th>op</th><th>config</th><th>variant</th><th>stack</th><th>status</th><th>trials</th><th>distinct</th>"
        "<th>95% bound</th><th>median us</th><th>min us</th><th>worst diff (ULP)</th><th>claim</th><th>digest</th></tr></thead><tbody>\n";
   for (const auto& r : data.results) {
-    const std::string bound = r.status == Status::deterministic ? fmt("%.4g", r.bound95()) : "";
+    const std::string bound = r.status == Status::deterministic ? num("%.4g", r.bound95()) : "";
     o << "<tr><td>" << xml_escape(r.op) << "</td><td title=\"" << xml_escape(r.params) << "\">" << xml_escape(r.config) << "</td><td>"
       << xml_escape(r.variant) << "</td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td class=\"" << status_class(r.status)
-      << (r.claim_broken() ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td class=\"num\">"
+      << (m.verdict.claim_failed(r) ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td class=\"num\">"
       << r.trials << "</td><td class=\"num\">" << r.distinct << "</td><td class=\"num\">" << bound << "</td><td class=\"num\">"
-      << (r.median_ns ? fmt("%.2f", static_cast<double>(*r.median_ns) / 1e3) : "") << "</td><td class=\"num\">"
-      << (r.min_ns ? fmt("%.2f", static_cast<double>(*r.min_ns) / 1e3) : "") << "</td><td class=\"num\">"
+      << (r.median_ns ? num("%.2f", static_cast<double>(*r.median_ns) / 1e3) : "") << "</td><td class=\"num\">"
+      << (r.min_ns ? num("%.2f", static_cast<double>(*r.min_ns) / 1e3) : "") << "</td><td class=\"num\">"
       << (r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "") << "</td><td title=\"" << xml_escape(r.claim_reason) << "\">"
       << xml_escape(r.claim_determinism + " (" + r.claim_source + ")") << "</td><td><code>" << xml_escape(r.digest.substr(0, 16))
       << "</code></td></tr>\n";

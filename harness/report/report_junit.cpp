@@ -19,14 +19,24 @@ std::string seconds(std::optional<std::int64_t> ns) {
   return buf;
 }
 
+// The failure types of d9m's first JUnit reports, kept for the CI rules that match on them.
+const char* junit_type(Failure::Kind k) {
+  switch (k) {
+    case Failure::Kind::diverged: return "NONDETERMINISTIC";
+    case Failure::Kind::control_diverged: return "CONTROL_DIVERGED";
+    case Failure::Kind::cross_implementation: return "CROSS_IMPLEMENTATION";
+    case Failure::Kind::error: return "ERROR";
+  }
+  return "FAILURE";
+}
+
 void property(std::ostringstream& o, const char* indent, const std::string& name, const std::string& value) {
   o << indent << "<property name=\"" << xml_escape(name) << "\" value=\"" << xml_escape(value) << "\"/>\n";
 }
 
 }  // namespace
 
-std::string render_junit(const ReportData& data) {
-  const auto cross = cross_checks(data);
+std::string render_junit(const ReportData& data, const StatusModel& m) {
   std::ostringstream body;
   std::int64_t all_tests = 0, all_failures = 0, all_errors = 0;
   for (const auto& s : data.stacks) {
@@ -35,11 +45,7 @@ std::string render_junit(const ReportData& data) {
     for (const auto& r : data.results) {
       if (r.stack != s.id) continue;
       ++tests;
-      std::string cross_failure;
-      for (const auto& c : cross)
-        if (c.stack == r.stack && c.op == r.op && c.config == r.config && c.variant == r.variant && !c.equal())
-          cross_failure = "claims the bits of " + c.partner + " but the digests differ (" + c.digest + " vs " + c.partner_digest + ")";
-      const bool failed = r.claim_broken() || !cross_failure.empty();
+      const bool failed = m.verdict.claim_failed(r);
       const bool error = r.status == Status::error;
       const bool skip = r.status == Status::skipped || r.status == Status::unsupported;
       failures += failed;
@@ -49,6 +55,7 @@ std::string render_junit(const ReportData& data) {
             << failed << "\" errors=\"" << error << "\" skipped=\"" << skip << "\" time=\"" << seconds(r.median_ns) << "\">\n"
             << "      <properties>\n";
       property(cases, "        ", "status", to_string(r.status));
+      property(cases, "        ", "role", to_string(r.role));
       property(cases, "        ", "digest", r.digest);
       property(cases, "        ", "trials", std::to_string(r.trials));
       property(cases, "        ", "distinct", std::to_string(r.distinct));
@@ -66,13 +73,9 @@ std::string render_junit(const ReportData& data) {
       cases << "      </properties>\n      <testcase classname=\"" << xml_escape("d9m." + s.label + "." + r.op + "." + r.config)
             << "\" name=\"" << xml_escape(r.variant) << "\" time=\"" << seconds(r.median_ns) << "\">\n";
       if (skip) cases << "        <skipped message=\"" << xml_escape(to_string(r.status) + ": " + r.detail) << "\"/>\n";
-      if (error) cases << "        <error type=\"ERROR\" message=\"" << xml_escape(r.detail) << "\"/>\n";
-      if (r.claim_broken())
-        cases << "        <failure type=\"NONDETERMINISTIC\" message=\""
-              << xml_escape("claimed deterministic (" + r.claim_source + "), " + std::to_string(r.distinct) + " distinct digests in " +
-                            std::to_string(r.trials) + " trials")
-              << "\"/>\n";
-      if (!cross_failure.empty()) cases << "        <failure type=\"CROSS_IMPLEMENTATION\" message=\"" << xml_escape(cross_failure) << "\"/>\n";
+      for (const Failure* f : m.verdict.failures_of(r))
+        cases << "        <" << (f->kind == Failure::Kind::error ? "error" : "failure") << " type=\"" << junit_type(f->kind)
+              << "\" message=\"" << xml_escape(f->text) << "\"/>\n";
       cases << "      </testcase>\n    </testsuite>\n";
     }
     body << "  <testsuite name=\"" << xml_escape(s.label + " " + s.id.substr(0, 12)) << "\" tests=\"" << tests << "\" failures=\""
@@ -90,32 +93,6 @@ std::string render_junit(const ReportData& data) {
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"d9m\" tests=\"" << all_tests << "\" failures=\""
     << all_failures << "\" errors=\"" << all_errors << "\">\n"
     << body.str() << "</testsuites>\n";
-  return o.str();
-}
-
-std::string render_csv(const ReportData& data) {
-  std::ostringstream o;
-  o << "stack,fingerprint,op,config,config_id,variant,backend,status,trials,distinct,digest,input_digest,"
-       "claim_determinism,claim_source,claim_reason,claim_broken,bound95,median_ns,min_ns,worst_diff_count,worst_diff_max_ulp,"
-       "worst_diff_max_abs,detail\r\n";
-  for (const auto& r : data.results) {
-    const auto& s = data.stack(r.stack);
-    char bound[32] = "", abs[32] = "";
-    if (r.status == Status::deterministic) std::snprintf(bound, sizeof bound, "%.6g", r.bound95());
-    if (r.worst_diff) std::snprintf(abs, sizeof abs, "%.6g", r.worst_diff->max_abs);
-    const std::string fields[] = {
-        s.label, s.id, r.op, r.config, r.config_id, r.variant, r.backend, to_string(r.status), std::to_string(r.trials),
-        std::to_string(r.distinct), r.digest, r.input_digest, r.claim_determinism, r.claim_source, r.claim_reason,
-        r.claim_broken() ? "true" : "false", bound, r.median_ns ? std::to_string(*r.median_ns) : "",
-        r.min_ns ? std::to_string(*r.min_ns) : "", r.worst_diff ? std::to_string(r.worst_diff->count) : "",
-        r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "", abs, r.detail};
-    bool first = true;
-    for (const auto& f : fields) {
-      o << (first ? "" : ",") << csv_field(f);
-      first = false;
-    }
-    o << "\r\n";
-  }
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "harness/core/catalog.h"
 #include "harness/core/error.h"
 #include "harness/store/sqlite.h"
 
@@ -29,6 +30,30 @@ std::string StackInfo::summary() const {
   return get("host", "cpu_model") + "; " + gpu + "; " + get("host", "os") + ", " + get("host", "kernel") +
          ", glibc " + get("host", "glibc") + "; " + get("build", "compiler") + "; d9m " + commit;
 }
+
+bool CaseResult::is_control() const { return config == kCanaryConfig; }
+
+namespace {
+
+// The role of a stored case row. Rows written since schema 3 carry it. Older rows carry none: a
+// variant this build registers has its registered role, and any other was named by the only
+// convention d9m had before roles were stored (fixed history, so reading it is exact).
+Role role_of_row(const std::string& stored, const std::string& op, const std::string& variant) {
+  if (!stored.empty()) return role_from_string(stored).value_or(Role::unset);
+  if (const VariantDef* v = Registry::global().find_variant(op, variant)) return v->role;
+  auto ends_with = [&](const char* suffix) {
+    const std::string s(suffix);
+    return variant.size() >= s.size() && variant.compare(variant.size() - s.size(), s.size(), s) == 0;
+  };
+  if (variant == "cpu.serial") return Role::reference;
+  if (ends_with(".atomic")) return Role::atomic;
+  if (ends_with(".ordered")) return Role::ordered;
+  if (variant.rfind("cudnn.", 0) == 0) return Role::vendor;
+  if (variant.rfind("test.", 0) == 0) return Role::control;
+  return Role::unset;
+}
+
+}  // namespace
 
 double CaseResult::bound95() const {
   if (trials < 2) return 1.0;
@@ -90,20 +115,24 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
       d.threads.assign(ts.begin(), ts.end());
     }
 
-    // Per case and stack: the case_runs rows, then the trials for digests, times and diffs.
+    // Per case and stack: the case_runs rows (oldest run first, so the latest run's claim, role
+    // and detail are the ones kept), then the trials for digests, times and diffs.
     struct Acc {
       CaseResult r;
       std::map<std::string, std::int64_t> digests;
       std::vector<std::int64_t> times;
-      bool any_error = false, any_skipped = false, any_unsupported = false, any_evidence = false;
+      bool any_skipped = false, any_unsupported = false, any_evidence = false;
+      std::string error_detail;  // the latest run's that ended in ERROR
     };
     std::map<std::pair<std::string, std::string>, Acc> acc;
     {
       sql::Statement s(db,
                        "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
                        " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
-                       " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to FROM case_runs cr JOIN runs r ON r.id = cr.run_id"
-                       " JOIN cases c ON c.id = cr.case_id" + run_filter);
+                       " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
+                           std::string(store.schema_version() >= 3 ? "cr.role" : "''") +
+                           " FROM case_runs cr JOIN runs r ON r.id = cr.run_id"
+                           " JOIN cases c ON c.id = cr.case_id" + run_filter + " ORDER BY r.started_at, r.id, cr.seq");
       if (run_id) s.bind(1, *run_id);
       while (s.step()) {
         Acc& a = acc[{s.text(1), s.text(0)}];
@@ -121,14 +150,17 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
           r.output_dtype = s.text(9);
           r.output_shape = s.text(10);
         }
-        // The latest run's claim wins (claims may be refined between d9m versions).
         r.claim_determinism = s.text(11);
         r.claim_source = s.text(12);
         r.claim_reason = s.text(13);
         r.bit_equal_to = s.text(16);
+        r.role = role_of_row(s.text(17), r.op, r.variant);
         ++r.runs;
         const Status st = status_from_string(s.text(14));
-        if (st == Status::error) a.any_error = true;
+        if (st == Status::error) {
+          ++r.error_runs;
+          a.error_detail = s.text(15);
+        }
         if (st == Status::skipped) a.any_skipped = true;
         if (st == Status::unsupported) a.any_unsupported = true;
         if (st == Status::deterministic || st == Status::nondeterministic) a.any_evidence = true;
@@ -168,16 +200,23 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
         r.median_ns = m % 2 ? a.times[m / 2] : (a.times[m / 2 - 1] + a.times[m / 2]) / 2;
         r.min_ns = a.times.front();
       }
-      if (a.any_error)
-        r.status = Status::error;
-      else if (r.distinct > 1)
+      // Evidence of divergence wins: a run that hit the watchdog cannot undo the digests another
+      // run stored. Evidence of one digest wins over runs that produced none.
+      if (r.distinct > 1)
         r.status = Status::nondeterministic;
       else if (a.any_evidence)
         r.status = Status::deterministic;
+      else if (r.error_runs > 0)
+        r.status = Status::error;
       else if (a.any_unsupported)
         r.status = Status::unsupported;
       else
         r.status = Status::skipped;
+      if (r.error_runs > 0 && r.status != Status::error)
+        r.detail = std::to_string(r.error_runs) + " of " + std::to_string(r.runs) + " runs ended in ERROR (the latest: " +
+                   a.error_detail + ")";
+      else if (r.status == Status::error)
+        r.detail = a.error_detail;
       d.results.push_back(std::move(r));
     }
   } catch (const sql::Error& e) {
@@ -195,40 +234,6 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
     return std::tie(a.op, a.config, a.variant, a.stack) < std::tie(b.op, b.config, b.variant, b.stack);
   });
   return d;
-}
-
-std::vector<CrossCheck> cross_checks(const ReportData& data) {
-  std::vector<CrossCheck> out;
-  for (const auto& r : data.results) {
-    if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
-    for (const auto& p : data.results)
-      if (p.variant == r.bit_equal_to && p.op == r.op && p.config_id == r.config_id && p.stack == r.stack &&
-          p.input_digest == r.input_digest && p.status == Status::deterministic)
-        out.push_back({r.op, r.config, r.stack, r.variant, p.variant, r.digest, p.digest});
-  }
-  return out;
-}
-
-std::vector<Cost> determinism_costs(const ReportData& data) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
-  for (const auto& r : data.results)
-    if (r.median_ns) groups[{r.op, r.config, r.stack, r.backend}].push_back(&r);
-  std::vector<Cost> out;
-  for (const auto& [key, rs] : groups) {
-    const CaseResult *det = nullptr, *nd = nullptr;
-    for (const auto* r : rs) {
-      // The serial reference is single-threaded by definition: it is not offered as a fix.
-      const bool reference = r->variant.size() >= 7 && r->variant.compare(r->variant.size() - 7, 7, ".serial") == 0;
-      if (r->claim_determinism == "deterministic" && r->status == Status::deterministic && !reference &&
-          (!det || *r->median_ns < *det->median_ns))
-        det = r;
-      if (r->claim_determinism == "nondeterministic" && (!nd || *r->median_ns < *nd->median_ns)) nd = r;
-    }
-    if (det && nd && *nd->median_ns > 0)
-      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
-                     static_cast<double>(*det->median_ns) / static_cast<double>(*nd->median_ns)});
-  }
-  return out;
 }
 
 }  // namespace d9m

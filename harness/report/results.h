@@ -1,5 +1,6 @@
-// What a store says, case by case and stack by stack: the numbers every report format renders.
-// One CaseResult is one case on one stack, all its runs together (process-to-process evidence).
+// What a store says, case by case and stack by stack: the evidence every report is derived from
+// (report/model.h turns it into the status table and the verdict). One CaseResult is one case on
+// one stack, all its runs together (process-to-process evidence).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/store/store.h"
+#include "kernels/registry.h"
 
 namespace d9m {
 
@@ -24,10 +26,16 @@ struct StackInfo {
 struct CaseResult {
   std::string stack, case_id, op, variant, backend, config, config_id, params, input_digest;
   std::string output_dtype, output_shape;
+  // The claim, role and detail of the latest run that recorded the case (claims may be refined
+  // between d9m versions).
   std::string claim_determinism, claim_source, claim_reason, bit_equal_to;
+  Role role = Role::unset;  // unset: a role this d9m does not know
+  // Over all runs: divergence (more than one digest) wins over everything, then evidence
+  // (DETERMINISTIC), then ERROR, UNSUPPORTED, SKIPPED. A run that ended in ERROR beside runs with
+  // evidence is counted in error_runs and named in detail.
   Status status = Status::error;
   std::string detail;
-  std::int64_t trials = 0, distinct = 0, runs = 0;
+  std::int64_t trials = 0, distinct = 0, runs = 0, error_runs = 0;
   std::string digest;                  // most frequent output digest
   std::optional<std::int64_t> median_ns, min_ns;
   std::optional<DiffStats> worst_diff;  // largest ULP distance seen against a run's first trial
@@ -36,6 +44,7 @@ struct CaseResult {
   // divergence probability below 1 - 0.05^(1/(N-1)) at 95% confidence.
   double bound95() const;
   bool claim_broken() const { return claim_determinism == "deterministic" && status == Status::nondeterministic; }
+  bool is_control() const;  // a case of the controls' config (runner.h canary_cases)
 };
 
 struct RunRow {
@@ -61,21 +70,5 @@ struct ReportData {
 
 // Loads every run, or only `run_id`'s when given.
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
-
-// A cross-implementation claim checked: `variant` claims the bits of `partner` on the same
-// config, inputs and stack. Checked only where both gave one digest (status DETERMINISTIC).
-struct CrossCheck {
-  std::string op, config, stack, variant, partner, digest, partner_digest;
-  bool equal() const { return digest == partner_digest; }
-};
-std::vector<CrossCheck> cross_checks(const ReportData& data);
-
-// The cost of determinism of one op and config on one stack: the median time of the fastest
-// deterministic-claimed non-reference variant over the fastest nondeterministic-claimed one.
-struct Cost {
-  std::string op, config, stack, backend, solution, against;
-  double ratio = 0;
-};
-std::vector<Cost> determinism_costs(const ReportData& data);
 
 }  // namespace d9m

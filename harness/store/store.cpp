@@ -256,6 +256,14 @@ void Store::migrate() {
       sql::exec(db_, "PRAGMA user_version = 2");
       migrated = true;
     }
+    if (now <= 2) {
+      // Existing rows keep role '': what they were is read from the registry, or from the naming
+      // convention of the d9m that wrote them (report/results.cpp); filling it in here would
+      // change rows the hash chain covers.
+      sql::exec(db_, "ALTER TABLE case_runs ADD COLUMN role TEXT NOT NULL DEFAULT ''");
+      sql::exec(db_, "PRAGMA user_version = 3");
+      migrated = true;
+    }
     tx.commit();
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": migrating from schema " + std::to_string(from) + " failed: " + describe_sqlite_failure(e) +
@@ -344,10 +352,14 @@ nlohmann::json optional_json(const std::optional<std::int64_t>& v) { return v ? 
 
 std::string Store::canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
                                       const CaseRunRecord& cr) {
-  return nlohmann::json::array({"case_run", run_id, case_id, seq, to_string(cr.status), cr.detail, cr.claim_determinism,
-                                cr.claim_source, cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct,
-                                optional_json(cr.median_ns), optional_json(cr.min_ns)})
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto row = nlohmann::json::array({"case_run", run_id, case_id, seq, to_string(cr.status), cr.detail, cr.claim_determinism,
+                                     cr.claim_source, cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct,
+                                     optional_json(cr.median_ns), optional_json(cr.min_ns)});
+  // The role joined the row in schema 3. Rows written before have none, and their links must
+  // come out as they were written; a role set on such a row, or cleared on a newer one, breaks
+  // the link.
+  if (!cr.role.empty()) row.push_back(cr.role);
+  return json_text(row);
 }
 
 namespace {
@@ -505,12 +517,12 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     chain.last = chain_link(chain.last, canonical_case_run(run_id, c.id, seq, cr));
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
         .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
         .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).bind(13, seq)
-        .bind(14, chain.last).run();
+        .bind(14, chain.last).bind(15, cr.role).run();
     sql::Statement ins(db_,
                        "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
                        " diff_max_ulp, diff_first_index, chain) VALUES (?,?,?,?,?,?,?,?,?,?)");

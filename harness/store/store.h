@@ -19,7 +19,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 
 struct TrialRecord {
   std::int64_t trial = 0;
@@ -42,6 +42,7 @@ struct CaseRunRecord {
   std::string claim_bit_equal_to;  // cross-implementation claim, or empty
   std::int64_t trials = 0, distinct = 0;
   std::optional<std::int64_t> median_ns, min_ns;
+  std::string role;  // the variant's role (kernels/registry.h); "" in rows of schema 1-2 stores
 };
 
 struct RunInfo {

@@ -1,4 +1,4 @@
--- d9m store, schema version 2 (Store::open migrates version 1 forward, after a backup). user_version and application_id are set by the code.
+-- d9m store, schema version 3 (Store::open migrates versions 1 and 2 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -50,6 +50,8 @@ CREATE TABLE case_runs (
   min_ns            INTEGER,
   seq               INTEGER NOT NULL,  -- position of the case in its run: the chain's order
   chain             TEXT NOT NULL,     -- SHA-256(previous link || this row), see Store::put_case
+  -- schema 3 (added by ALTER TABLE when migrating, hence last and with a default):
+  role              TEXT NOT NULL DEFAULT '',  -- the variant's role; '' in rows written before schema 3
   PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE trials (

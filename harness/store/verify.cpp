@@ -89,8 +89,8 @@ VerifyReport verify_store(const Store& store) {
     sql::Statement runs(db, "SELECT id, chain_root FROM runs ORDER BY id");
     sql::Statement cases(db, "SELECT cr.case_id, cr.seq, cr.status, cr.detail, cr.claim_determinism, cr.claim_source,"
                              " cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns, cr.min_ns,"
-                             " cr.chain, c.op, c.config, c.variant FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id"
-                             " WHERE cr.run_id = ? ORDER BY cr.seq");
+                             " cr.chain, c.op, c.config, c.variant, " + std::string(store.schema_version() >= 3 ? "cr.role" : "''") +
+                             " FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? ORDER BY cr.seq");
     sql::Statement trial_rows(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain"
                             " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
     auto opt = [](const sql::Statement& st, int col) {
@@ -110,7 +110,7 @@ VerifyReport verify_store(const Store& store) {
         }
         ++expected_seq;
         CaseRunRecord cr{status_from_string(cases.text(2)), cases.text(3), cases.text(4), cases.text(5), cases.text(6), cases.text(7),
-                         cases.integer(8), cases.integer(9), opt(cases, 10), opt(cases, 11)};
+                         cases.integer(8), cases.integer(9), opt(cases, 10), opt(cases, 11), cases.text(16)};
         link = Store::chain_link(link, Store::canonical_case_run(run, cs, cases.integer(1), cr));
         if (link != cases.text(12)) {
           broken = what + ": the case row does not match its hash-chain link (edited, or rows before it changed)";

@@ -85,20 +85,20 @@ void grad_ordered(const KernelArgs& a) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.serial", .backend = Backend::cpu,
-                      .claim = op::serial_claim(), .run = forward_serial});
-D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.serial"});
-D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cpu.atomic", .backend = Backend::cpu,
-                      .claim = op::deterministic("two atomic adds per output onto -0 commute"),
-                      .run = forward_atomic, .bit_equal_to = "cpu.serial"});
+D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+                       .claim = op::serial_claim(), .run = forward_serial}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.serial"}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
+                       .claim = op::deterministic("two atomic adds per output onto -0 commute"),
+                       .run = forward_atomic, .bit_equal_to = "cpu.serial"}});
 
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cpu.serial", .backend = Backend::cpu,
-                      .claim = op::serial_claim(), .run = grad_serial});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cpu.atomic", .backend = Backend::cpu,
-                      .claim = op::atomic_claim(), .run = grad_atomic});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::deterministic("fixed blocks of 256 rows summed in order, then the block sums in order"),
-                      .run = grad_ordered});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+                       .claim = op::serial_claim(), .run = grad_serial}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
+                       .claim = op::atomic_claim(), .run = grad_atomic}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+                       .claim = op::deterministic("fixed blocks of 256 rows summed in order, then the block sums in order"),
+                       .run = grad_ordered}});
 
 }  // namespace d9m::bias_add

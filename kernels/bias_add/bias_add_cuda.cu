@@ -57,17 +57,17 @@ void grad_ordered(const KernelArgs& a) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cuda.ordered", .backend = Backend::cuda,
-                      .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.ordered"});
-D9M_REGISTER_VARIANT({.op = "bias_add", .name = "cuda.atomic", .backend = Backend::cuda,
-                      .claim = op::deterministic("two atomicAdds per output onto -0 commute"), .run = forward_atomic});
+D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward_ordered, .bit_equal_to = "cpu.ordered"}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add", .name = "cuda.atomic", .backend = Backend::cuda, .role = Role::atomic,
+                       .claim = op::deterministic("two atomicAdds per output onto -0 commute"), .run = forward_atomic}});
 // (No bit_equal_to claim: atom.add.f32 flushes subnormals to zero, so on subnormal inputs its
 // bits can differ from the CPU's, deterministically.)
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cuda.atomic", .backend = Backend::cuda,
-                      .claim = op::nondeterministic("float atomicAdd of every row into the channel sums, in hardware order"),
-                      .run = grad_atomic});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "cuda.ordered", .backend = Backend::cuda,
-                      .claim = op::deterministic("blocks of 256 rows summed in order, then block sums in order (two passes)"),
-                      .run = grad_ordered, .bit_equal_to = "cpu.ordered"});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cuda.atomic", .backend = Backend::cuda, .role = Role::atomic,
+                       .claim = op::nondeterministic("float atomicAdd of every row into the channel sums, in hardware order"),
+                       .run = grad_atomic}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                       .claim = op::deterministic("blocks of 256 rows summed in order, then block sums in order (two passes)"),
+                       .run = grad_ordered, .bit_equal_to = "cpu.ordered"}});
 
 }  // namespace d9m::bias_add

@@ -121,8 +121,9 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en
   }
 }
 
-// Registers cpu.serial, cpu.atomic and cpu.ordered for an op written in scatter form, with the
-// claims every such triple shares. run(a, order) initialises the output and calls apply().
-bool register_cpu_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
+// cpu.serial, cpu.atomic and cpu.ordered of an op written in scatter form, with the claims every
+// such triple shares, for D9M_REGISTER_VARIANTS. run(a, order) initialises the output and calls
+// apply().
+std::vector<VariantDef> cpu_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
 
 }  // namespace d9m::accumulate

@@ -165,9 +165,9 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
   else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<float>(), en);
 }
 
-// Registers cuda.atomic and cuda.ordered for an op in scatter form. run(a, order) initialises
-// the output (on a.exec.stream) and calls apply(). `same_as_cpu`: cuda.ordered gives the bits
-// of cpu.ordered (recorded in its claim).
-bool register_cuda_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
+// cuda.atomic and cuda.ordered of an op in scatter form, for D9M_REGISTER_VARIANTS. run(a, order)
+// initialises the output (on a.exec.stream) and calls apply(). cuda.ordered claims the bits of
+// cpu.ordered.
+std::vector<VariantDef> cuda_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
 
 }  // namespace d9m::accumulate::cuda

@@ -19,9 +19,9 @@ void run(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
 
 }  // namespace
 
-static const bool registered_data = accumulate::register_cpu_variants(
-    "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_data_taps); });
-static const bool registered_filter = accumulate::register_cpu_variants(
-    "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_filter_taps); });
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_data_taps); }));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_filter_taps); }));
 
 }  // namespace d9m::conv

@@ -5,7 +5,7 @@
 
 namespace d9m::conv {
 
-static const bool registered_data = accumulate::cuda::register_cuda_variants(
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order order) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
@@ -15,12 +15,12 @@ static const bool registered_data = accumulate::cuda::register_cuda_variants(
       } else {
         accumulate::cuda::apply(order, a, positions(g), BwdDataTaps{g, a.in<float>(0), a.in<float>(1)});
       }
-    });
-static const bool registered_filter = accumulate::cuda::register_cuda_variants(
+    }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order order) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
       accumulate::cuda::apply(order, a, positions(g), BwdFilterTaps{g, a.in<float>(0), a.in<float>(1)});
-    });
+    }));
 
 }  // namespace d9m::conv

@@ -154,21 +154,23 @@ void run(Direction dir, const KernelArgs& a) {
 }
 
 
-bool register_algorithms(Direction dir, const char* op, int count) {
-  for (int algo = 0; algo < count; ++algo) {
-    Registry::global().add({.op = op,
-                            .name = "cudnn.algo" + std::to_string(algo),
-                            .backend = Backend::cuda,
-                            .claim = documented(dir, algo),
-                            .run = [dir](const KernelArgs& a) { run(dir, a); },
-                            .prepare = [dir, algo](const Problem& p, const ExecContext& e) { return prepare(dir, algo, p, e); }});
-  }
-  return true;
+// One variant per cuDNN algorithm of a direction.
+std::vector<VariantDef> algorithm_variants(Direction dir, const char* op, int count) {
+  std::vector<VariantDef> out;
+  for (int algo = 0; algo < count; ++algo)
+    out.push_back({.op = op,
+                   .name = "cudnn.algo" + std::to_string(algo),
+                   .backend = Backend::cuda,
+                   .role = Role::vendor,
+                   .claim = documented(dir, algo),
+                   .run = [dir](const KernelArgs& a) { run(dir, a); },
+                   .prepare = [dir, algo](const Problem& p, const ExecContext& e) { return prepare(dir, algo, p, e); }});
+  return out;
 }
 
 }  // namespace
 
-static const bool registered_data = register_algorithms(Direction::data, "conv2d_bwd_data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-static const bool registered_filter = register_algorithms(Direction::filter, "conv2d_bwd_filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+D9M_REGISTER_VARIANTS(algorithm_variants(Direction::data, "conv2d_bwd_data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT));
+D9M_REGISTER_VARIANTS(algorithm_variants(Direction::filter, "conv2d_bwd_filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT));
 
 }  // namespace d9m::conv

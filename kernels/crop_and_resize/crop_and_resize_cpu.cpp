@@ -53,13 +53,13 @@ void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "crop_and_resize", .name = "cpu.serial", .backend = Backend::cpu,
-                      .claim = op::serial_claim(), .run = crop_serial});
-D9M_REGISTER_VARIANT({.op = "crop_and_resize", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.serial"});
-static const bool registered_grad_image = accumulate::register_cpu_variants(
-    "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_image_taps); });
-static const bool registered_grad_boxes = accumulate::register_cpu_variants(
-    "crop_and_resize_grad_boxes", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_boxes_taps); });
+D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+                       .claim = op::serial_claim(), .run = crop_serial}});
+D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.serial"}});
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_image_taps); }));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "crop_and_resize_grad_boxes", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_boxes_taps); }));
 
 }  // namespace d9m::crop_and_resize

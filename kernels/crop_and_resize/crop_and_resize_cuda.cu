@@ -22,21 +22,21 @@ void crop_ordered(const KernelArgs& a) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "crop_and_resize", .name = "cuda.ordered", .backend = Backend::cuda,
-                      .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.ordered"});
-static const bool registered_grad_image = accumulate::cuda::register_cuda_variants(
+D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.ordered"}});
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
       accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w),
                               GradImageTaps{g, a.in<float>(0), a.in<float>(1), a.in<std::int32_t>(2)});
-    });
-static const bool registered_grad_boxes = accumulate::cuda::register_cuda_variants(
+    }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "crop_and_resize_grad_boxes", [](const KernelArgs& a, accumulate::Order o) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
       accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w),
                               GradBoxesTaps{g, a.in<float>(0), a.in<float>(1), a.in<float>(2), a.in<std::int32_t>(3)});
-    });
+    }));
 
 }  // namespace d9m::crop_and_resize

@@ -15,10 +15,10 @@ WindowGrads windows(const KernelArgs& a) {
 }  // namespace
 
 // Output starts at zero: positions that are no window's maximum get no gradient.
-static const bool registered = accumulate::register_cpu_variants(
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "maxpool2d_bwd", [](const KernelArgs& a, accumulate::Order order) {
       std::memset(a.output, 0, a.problem.output.bytes());
       accumulate::apply(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()), windows(a));
-    });
+    }));
 
 }  // namespace d9m::maxpool

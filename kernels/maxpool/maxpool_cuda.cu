@@ -6,11 +6,11 @@
 
 namespace d9m::maxpool {
 
-static const bool registered = accumulate::cuda::register_cuda_variants(
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "maxpool2d_bwd", [](const KernelArgs& a, accumulate::Order order) {
       cuda::zero_output(a);
       accumulate::cuda::apply(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()),
                               WindowGrads{a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(2)});
-    });
+    }));
 
 }  // namespace d9m::maxpool

@@ -40,15 +40,15 @@ void run(const KernelArgs& a) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "maxpool2d_bwd", .name = "cudnn.max", .backend = Backend::cuda,
-                      .claim = {Determinism::nondeterministic, ClaimSource::vendor_doc,
-                                "CUDNN_POOLING_MAX backward may be nondeterministic when windows overlap"},
-                      .run = run,
-                      .prepare = [](const Problem& p, const ExecContext& e) { return prepare(CUDNN_POOLING_MAX, p, e); }});
-D9M_REGISTER_VARIANT({.op = "maxpool2d_bwd", .name = "cudnn.max_deterministic", .backend = Backend::cuda,
-                      .claim = {Determinism::deterministic, ClaimSource::vendor_doc,
-                                "CUDNN_POOLING_MAX_DETERMINISTIC is cuDNN's deterministic max-pooling mode"},
-                      .run = run,
-                      .prepare = [](const Problem& p, const ExecContext& e) { return prepare(CUDNN_POOLING_MAX_DETERMINISTIC, p, e); }});
+D9M_REGISTER_VARIANTS({{.op = "maxpool2d_bwd", .name = "cudnn.max", .backend = Backend::cuda, .role = Role::vendor,
+                       .claim = {Determinism::nondeterministic, ClaimSource::vendor_doc,
+                                 "CUDNN_POOLING_MAX backward may be nondeterministic when windows overlap"},
+                       .run = run,
+                       .prepare = [](const Problem& p, const ExecContext& e) { return prepare(CUDNN_POOLING_MAX, p, e); }}});
+D9M_REGISTER_VARIANTS({{.op = "maxpool2d_bwd", .name = "cudnn.max_deterministic", .backend = Backend::cuda, .role = Role::vendor,
+                       .claim = {Determinism::deterministic, ClaimSource::vendor_doc,
+                                 "CUDNN_POOLING_MAX_DETERMINISTIC is cuDNN's deterministic max-pooling mode"},
+                       .run = run,
+                       .prepare = [](const Problem& p, const ExecContext& e) { return prepare(CUDNN_POOLING_MAX_DETERMINISTIC, p, e); }}});
 
 }  // namespace d9m::maxpool

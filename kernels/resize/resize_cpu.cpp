@@ -50,18 +50,18 @@ void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cpu.serial", .backend = Backend::cpu,
-                      .claim = op::serial_claim(), .run = forward_serial<true>});
-D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered<true>, .bit_equal_to = "cpu.serial"});
-D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cpu.serial", .backend = Backend::cpu,
-                      .claim = op::serial_claim(), .run = forward_serial<false>});
-D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cpu.ordered", .backend = Backend::cpu,
-                      .claim = op::per_output_claim(), .run = forward_ordered<false>, .bit_equal_to = "cpu.serial"});
+D9M_REGISTER_VARIANTS({{.op = "resize_bilinear", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+                       .claim = op::serial_claim(), .run = forward_serial<true>}});
+D9M_REGISTER_VARIANTS({{.op = "resize_bilinear", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward_ordered<true>, .bit_equal_to = "cpu.serial"}});
+D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+                       .claim = op::serial_claim(), .run = forward_serial<false>}});
+D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward_ordered<false>, .bit_equal_to = "cpu.serial"}});
 
-static const bool registered_bilinear_grad = accumulate::register_cpu_variants(
-    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, bilinear_grad_taps); });
-static const bool registered_nearest_grad = accumulate::register_cpu_variants(
-    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, nearest_grad_taps); });
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, bilinear_grad_taps); }));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
+    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, nearest_grad_taps); }));
 
 }  // namespace d9m::resize

@@ -28,13 +28,13 @@ void grad(const KernelArgs& a, accumulate::Order order) {
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "resize_bilinear", .name = "cuda.ordered", .backend = Backend::cuda,
-                      .claim = op::per_output_claim(), .run = forward<true>, .bit_equal_to = "cpu.ordered"});
-D9M_REGISTER_VARIANT({.op = "resize_nearest", .name = "cuda.ordered", .backend = Backend::cuda,
-                      .claim = op::per_output_claim(), .run = forward<false>, .bit_equal_to = "cpu.ordered"});
-static const bool registered_bilinear_grad = accumulate::cuda::register_cuda_variants(
-    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); });
-static const bool registered_nearest_grad = accumulate::cuda::register_cuda_variants(
-    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); });
+D9M_REGISTER_VARIANTS({{.op = "resize_bilinear", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward<true>, .bit_equal_to = "cpu.ordered"}});
+D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                       .claim = op::per_output_claim(), .run = forward<false>, .bit_equal_to = "cpu.ordered"}});
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
+    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
 
 }  // namespace d9m::resize

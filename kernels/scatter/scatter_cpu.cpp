@@ -31,9 +31,8 @@ void unsorted_segment_sum(const KernelArgs& a, accumulate::Order order) {
 
 }  // namespace
 
-static const bool registered_scatter_add = accumulate::register_cpu_variants("scatter_add", scatter_add);
-static const bool registered_scatter_nd_add = accumulate::register_cpu_variants("scatter_nd_add", scatter_nd_add);
-static const bool registered_segment_sum =
-    accumulate::register_cpu_variants("unsorted_segment_sum", unsorted_segment_sum);
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("scatter_add", scatter_add));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("scatter_nd_add", scatter_nd_add));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("unsorted_segment_sum", unsorted_segment_sum));
 
 }  // namespace d9m::scatter

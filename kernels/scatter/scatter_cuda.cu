@@ -13,26 +13,26 @@ void copy_ref(const KernelArgs& a) {
 
 }  // namespace
 
-static const bool registered_scatter_add = accumulate::cuda::register_cuda_variants(
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "scatter_add", [](const KernelArgs& a, accumulate::Order o) {
       const auto& g = a.problem.geom<Geometry>();
       copy_ref(a);
       accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
                               UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::rows});
-    });
-static const bool registered_scatter_nd_add = accumulate::cuda::register_cuda_variants(
+    }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "scatter_nd_add", [](const KernelArgs& a, accumulate::Order o) {
       const auto& g = a.problem.geom<Geometry>();
       copy_ref(a);
       accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
                               UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::pairs});
-    });
-static const bool registered_segment_sum = accumulate::cuda::register_cuda_variants(
+    }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "unsorted_segment_sum", [](const KernelArgs& a, accumulate::Order o) {
       const auto& g = a.problem.geom<Geometry>();
       cuda::zero_output(a);
       accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
                               UpdateRows{g, a.in<float>(0), a.in<std::int32_t>(1), Indexing::segments});
-    });
+    }));
 
 }  // namespace d9m::scatter

@@ -29,37 +29,49 @@ std::atomic<int> segfault_calls{0}, abort_calls{0}, hang_calls{0}, exit_calls{0}
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.segfault", .backend = Backend::cpu,
-                      .claim = fault_claim("a write to an unmapped address"),
-                      .run = [](const KernelArgs& a) {
-                        serial(a);
-                        volatile std::uintptr_t unmapped = 64;  // volatile: no compiler can prove it invalid
-                        if (second_trial(segfault_calls)) *reinterpret_cast<volatile int*>(unmapped) = 1;
-                      }});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.abort", .backend = Backend::cpu,
-                      .claim = fault_claim("abort()"),
-                      .run = [](const KernelArgs& a) {
-                        serial(a);
-                        if (second_trial(abort_calls)) std::abort();
-                      }});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.hang", .backend = Backend::cpu,
-                      .claim = fault_claim("a hang"),
-                      .run = [](const KernelArgs& a) {
-                        serial(a);
-                        if (second_trial(hang_calls))
-                          for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-                      }});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.exit", .backend = Backend::cpu,
-                      .claim = fault_claim("the process exiting with status 0"),
-                      .run = [](const KernelArgs& a) {
-                        serial(a);
-                        if (second_trial(exit_calls)) std::_Exit(0);
-                      }});
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.throw", .backend = Backend::cpu,
-                      .claim = fault_claim("an exception"),
-                      .run = [](const KernelArgs& a) {
-                        serial(a);
-                        if (second_trial(throw_calls)) throw std::runtime_error("injected failure");
-                      }});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.segfault", .backend = Backend::cpu, .role = Role::control,
+                       .claim = fault_claim("a write to an unmapped address"),
+                       .run = [](const KernelArgs& a) {
+                         serial(a);
+                         volatile std::uintptr_t unmapped = 64;  // volatile: no compiler can prove it invalid
+                         if (second_trial(segfault_calls)) *reinterpret_cast<volatile int*>(unmapped) = 1;
+                       }}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.abort", .backend = Backend::cpu, .role = Role::control,
+                       .claim = fault_claim("abort()"),
+                       .run = [](const KernelArgs& a) {
+                         serial(a);
+                         if (second_trial(abort_calls)) std::abort();
+                       }}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.hang", .backend = Backend::cpu, .role = Role::control,
+                       .claim = fault_claim("a hang"),
+                       .run = [](const KernelArgs& a) {
+                         serial(a);
+                         if (second_trial(hang_calls))
+                           for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+                       }}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.exit", .backend = Backend::cpu, .role = Role::control,
+                       .claim = fault_claim("the process exiting with status 0"),
+                       .run = [](const KernelArgs& a) {
+                         serial(a);
+                         if (second_trial(exit_calls)) std::_Exit(0);
+                       }}});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.throw", .backend = Backend::cpu, .role = Role::control,
+                       .claim = fault_claim("an exception"),
+                       .run = [](const KernelArgs& a) {
+                         serial(a);
+                         if (second_trial(throw_calls)) throw std::runtime_error("injected failure");
+                       }}});
+
+// Not a crash: a deterministic variant that claims cpu.serial's bits and flips the lowest bit of
+// its first output element, so every trial gives the same wrong digest. The verdict must fail on
+// the cross-implementation claim, the same way in `run`, `report`, `ctest` and `attest`.
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_bits", .backend = Backend::cpu, .role = Role::control,
+                        .claim = {Determinism::deterministic, ClaimSource::design, "fault injection: cpu.serial's bits but one"},
+                        .run = [](const KernelArgs& a) {
+                          serial(a);
+                          auto* out = a.out<std::uint32_t>();
+                          out[0] ^= 1u;
+                        },
+                        .bit_equal_to = "cpu.serial"}});
 
 }  // namespace d9m::faults

@@ -16,13 +16,13 @@ std::atomic<int> sticky_calls{0};
 
 }  // namespace
 
-D9M_REGISTER_VARIANT({.op = "bias_add_grad", .name = "test.cuda_sticky", .backend = Backend::cuda,
-                      .claim = Claim{Determinism::deterministic, ClaimSource::design,
-                                     "fault injection: an illegal device address on trial 2"},
-                      .run = [](const KernelArgs& a) {
-                        Registry::global().find_variant("bias_add_grad", "cuda.ordered")->run(a);
-                        if (sticky_calls.fetch_add(1) == 1)
-                          write_unmapped<<<1, 1, 0, static_cast<cudaStream_t>(a.exec.stream)>>>();
-                      }});
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.cuda_sticky", .backend = Backend::cuda, .role = Role::control,
+                       .claim = Claim{Determinism::deterministic, ClaimSource::design,
+                                      "fault injection: an illegal device address on trial 2"},
+                       .run = [](const KernelArgs& a) {
+                         Registry::global().find_variant("bias_add_grad", "cuda.ordered")->run(a);
+                         if (sticky_calls.fetch_add(1) == 1)
+                           write_unmapped<<<1, 1, 0, static_cast<cudaStream_t>(a.exec.stream)>>>();
+                       }}});
 
 }  // namespace d9m::faults

@@ -24,8 +24,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const d9m::Store store = d9m::Store::open(path, d9m::Store::Mode::read_only);
     d9m::verify_store(store);
     const d9m::ReportData report = d9m::load_report_data(store);
-    d9m::render_markdown(report);
-    d9m::render_json(report);
+    const d9m::StatusModel model = d9m::build_status_model(report);
+    d9m::render_markdown(report, model);
+    d9m::render_json(report, model);
+    d9m::render_html(report, model);
+    d9m::render_junit(report, model);
+    d9m::render_csv(report, model);
   } catch (const d9m::Error&) {
   }
   try {

@@ -1,7 +1,8 @@
 // Golden tests of every report format, rendered from a store written by hand with fixed ids,
 // times and digests (two stacks, a nondeterministic variant, a broken claim, a skipped and an
-// unsupported case, a cross-implementation claim). The date, tool version and commit are
-// normalised. D9M_UPDATE_GOLDEN=1 rewrites the files after a deliberate format change.
+// unsupported case, a cross-implementation claim, a case that ended in ERROR). The date, tool
+// version and commit are normalised. D9M_UPDATE_GOLDEN=1 rewrites the files after a deliberate
+// format change.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -33,7 +34,8 @@ void put(Store& s, const std::string& run, const std::string& op, const std::str
   CaseRunRecord cr{status, detail, claim, "design", "a reason, with \"quotes\" & <tags>", bit_equal_to,
                    static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()),
                    digests.empty() ? std::nullopt : std::optional<std::int64_t>(2000),
-                   digests.empty() ? std::nullopt : std::optional<std::int64_t>(1000)};
+                   digests.empty() ? std::nullopt : std::optional<std::int64_t>(1000),
+                   variant == "cpu.atomic" ? "atomic" : variant == "cpu.serial" ? "reference" : variant.rfind("cudnn", 0) == 0 ? "vendor" : "ordered"};
   s.put_case(run, rec, cr, ts);
 }
 
@@ -53,6 +55,9 @@ std::string golden_store(const std::string& path) {
         k ? std::vector<std::string>{"dg", "dg", "dg"} : std::vector<std::string>{}, "cpu.serial", k ? "" : "no device");
     put(s, run, "scatter_add", "cudnn.algo1", "deterministic", Status::unsupported, {}, "", "cuDNN: not supported");
     put(s, run, "bias_add_grad", "cpu.blocked", "deterministic", Status::nondeterministic, k ? std::vector<std::string>{"x", "y", "x"} : std::vector<std::string>{"x", "x", "x"});
+    // Not certified on S1 (ERROR only), evidence on S2.
+    put(s, run, "bias_add_grad", "cpu.flaky", "deterministic", k ? Status::deterministic : Status::error,
+        k ? std::vector<std::string>{"f", "f", "f"} : std::vector<std::string>{}, "", k ? "" : "injected failure");
     s.finish_run(run, "complete");
   }
   return path;
@@ -92,12 +97,13 @@ TEST(ReportGolden, EveryFormatMatchesItsGoldenFile) {
     ReportData d = load_report_data(s);
     d.store_path = "golden.sqlite";
     d.generated_at = "2026-01-03T00:00:00Z";
-    compare_golden("report.md", normalise(render_markdown(d), d));
-    compare_golden("report.html", normalise(render_html(d), d));
-    compare_golden("report.json", normalise(render_json(d), d));
-    compare_golden("report.junit.xml", normalise(render_junit(d), d));
-    compare_golden("report.csv", normalise(render_csv(d), d));
-    const std::string audit = render_markdown(d, true);
+    const StatusModel m = build_status_model(d);
+    compare_golden("report.md", normalise(render_markdown(d, m), d));
+    compare_golden("report.html", normalise(render_html(d, m), d));
+    compare_golden("report.json", normalise(render_json(d, m), d));
+    compare_golden("report.junit.xml", normalise(render_junit(d, m), d));
+    compare_golden("report.csv", normalise(render_csv(d, m), d));
+    const std::string audit = render_markdown(d, m, true);
     for (const char* section : {"## Identification", "## Procedure", "## Acceptance criteria", "## Runs", "## Fingerprints", "## Anomalies"})
       EXPECT_NE(audit.find(section), std::string::npos) << section;
     EXPECT_NE(audit.find("claim broken: bias_add_grad/small/cpu.blocked on S2"), std::string::npos) << audit;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "harness/report/model.h"
 #include "harness/report/report.h"
 #include "harness/store/store.h"
 
@@ -22,6 +23,13 @@ struct Fixture {
   }
 };
 
+// The role a test variant is written with: the name says it in these tests only.
+std::string role_of(const std::string& variant) {
+  if (variant == "cpu.serial") return "reference";
+  if (variant == "cpu.atomic") return "atomic";
+  return "ordered";
+}
+
 // One case on one stack whose every trial has the given digests.
 void put(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
          const std::vector<std::string>& digests, const std::string& bit_equal_to = "") {
@@ -33,7 +41,8 @@ void put(Store& s, const std::string& run, const std::string& variant, const std
                   digests[t] == digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{1, 0.5, 3, 2})});
   std::set<std::string> distinct(digests.begin(), digests.end());
   CaseRunRecord cr{distinct.size() == 1 ? Status::deterministic : Status::nondeterministic, "", claim, "design", "why",
-                   bit_equal_to, static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000};
+                   bit_equal_to, static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000,
+                   role_of(variant)};
   s.put_case(run, rec, cr, ts);
 }
 
@@ -51,12 +60,13 @@ TEST(Report, VerdictAndCellsFollowTheEvidence) {
   put(s, run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
   s.finish_run(run, "complete");
   const ReportData d = load_report_data(s);
-  EXPECT_TRUE(verdict_of(d).held());
-  const std::string md = render_markdown(d);
+  const StatusModel m = build_status_model(d);
+  EXPECT_TRUE(m.verdict.held());
+  const std::string md = render_markdown(d, m);
   EXPECT_NE(md.find("| scatter_add | cpu.atomic | ND (design) | ND 3/3 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| scatter_add | cpu.ordered | cpu.serial | S1 | 1 of 1 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("Claims held"), std::string::npos);
-  const auto j = nlohmann::json::parse(render_json(d));
+  EXPECT_NE(md.find("PASS: every claim held"), std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(d, m));
   EXPECT_EQ(j["schema"], "d9m.report/1");
   EXPECT_EQ(j["cross_implementation"].size(), 1u);
   EXPECT_TRUE(j["cross_implementation"][0]["equal"].get<bool>());
@@ -71,13 +81,14 @@ TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
   put(s, run, "cpu.blocked", "deterministic", {"x", "z", "x"});                 // diverged
   s.finish_run(run, "complete");
   const ReportData d = load_report_data(s);
-  const Verdict v = verdict_of(d);
-  ASSERT_EQ(v.broken.size(), 2u);
-  const std::string md = render_markdown(d);
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.verdict.failures.size(), 2u);
+  const std::string md = render_markdown(d, m);
   EXPECT_NE(md.find("**ND 2/3** (claim broken)"), std::string::npos) << md;
   EXPECT_NE(md.find("**0 of 1** (claim broken)"), std::string::npos) << md;
-  EXPECT_NE(md.find("CLAIMS BROKEN: 2"), std::string::npos) << md;
-  EXPECT_FALSE(nlohmann::json::parse(render_json(d))["verdict"]["claims_held"].get<bool>());
+  // The footer says what it counts: one of each kind.
+  EXPECT_NE(md.find("FAIL: 2 failure(s): 1 claim broken, 1 cross-implementation claim broken"), std::string::npos) << md;
+  EXPECT_FALSE(nlohmann::json::parse(render_json(d, m))["verdict"]["passed"].get<bool>());
 }
 
 // Writes a case of the controls' config (_canary).
@@ -91,7 +102,7 @@ void put_canary(Store& s, const std::string& run, const std::string& variant, co
   std::set<std::string> distinct(digests.begin(), digests.end());
   s.put_case(run, rec,
              {distinct.size() == 1 ? Status::deterministic : Status::nondeterministic, "", claim, "design", "control", "",
-              static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000},
+              static_cast<std::int64_t>(digests.size()), static_cast<std::int64_t>(distinct.size()), 1000, 1000, role_of(variant)},
              ts);
 }
 
@@ -106,7 +117,8 @@ TEST(Report, ANondeterministicControlThatNeverDivergedIsAWarning) {
   EXPECT_TRUE(v.held());
   ASSERT_EQ(v.warnings.size(), 1u);
   EXPECT_NE(v.warnings[0].find("could not have seen nondeterminism"), std::string::npos);
-  EXPECT_NE(render_markdown(load_report_data(s)).find("# WARNING: the nondeterministic control"), std::string::npos);
+  const ReportData d = load_report_data(s);
+  EXPECT_NE(render_markdown(d, build_status_model(d)).find("# WARNING: the nondeterministic control"), std::string::npos);
 }
 
 TEST(Report, ADivergingDeterministicControlFailsTheAudit) {
@@ -119,9 +131,10 @@ TEST(Report, ADivergingDeterministicControlFailsTheAudit) {
   const Verdict v = verdict_of(load_report_data(s));
   EXPECT_FALSE(v.held());
   EXPECT_TRUE(v.warnings.empty());
-  bool named = false;
-  for (const auto& b : v.broken) named |= b.find("the deterministic control") != std::string::npos;
-  EXPECT_TRUE(named);
+  // Listed once, as the control (it is also a deterministic claim that diverged).
+  ASSERT_EQ(v.failures.size(), 1u);
+  EXPECT_EQ(v.failures[0].kind, Failure::Kind::control_diverged);
+  EXPECT_NE(v.failures[0].text.find("the deterministic control"), std::string::npos);
 }
 
 TEST(Report, RunsOfOneStackAddUpAndDStatesItsBound) {

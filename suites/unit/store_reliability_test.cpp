@@ -74,9 +74,12 @@ TEST_F(StoreReliabilityTest, ASchema1StoreIsReadAsItIsAndMigratedForwardAfterABa
   {
     Store s = Store::open(p, Store::Mode::read_write);
     EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
-    EXPECT_NE(s.notice().find("migrated from schema 1 to 2"), std::string::npos) << s.notice();
-    EXPECT_EQ(count(s, "PRAGMA user_version"), 2);
+    EXPECT_NE(s.notice().find("migrated from schema 1 to 3"), std::string::npos) << s.notice();
+    EXPECT_EQ(count(s, "PRAGMA user_version"), 3);
     EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE resumes = 0 AND plan_digest = ''"), 1);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs WHERE role = ''"), 5);  // the rows as written: no role
+    // Read back, the old rows have the roles of the variants they name.
+    for (const auto& r : load_report_data(s).results) EXPECT_NE(r.role, Role::unset) << r.variant;
     const VerifyReport v = verify_store(s);
     EXPECT_TRUE(v.problems.empty());
     EXPECT_EQ(v.chain_roots, roots_before) << "migration changed the evidence";
@@ -108,6 +111,7 @@ TEST_F(StoreReliabilityTest, MergeTakesASchema1SourceWithTheDefaultsOfTheNewColu
   Store s = Store::open(path("merged.sqlite"), Store::Mode::read_only);
   EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
   EXPECT_EQ(count(s, "SELECT count(*) FROM runs WHERE resumes = 0 AND plan_digest = ''"), 1);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs WHERE role = ''"), 5);
   EXPECT_TRUE(verify_store(s).problems.empty());
   EXPECT_FALSE(fs::exists(src + ".schema1-backup")) << "merge must not migrate (or touch) its inputs";
 }
@@ -296,7 +300,7 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
     RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
     s.begin_run(collect_fingerprint(probe_gpus()), info);
     sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
-                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain"
+                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role"
                       " FROM case_runs WHERE run_id = '" + r.run_id + "'");
   }  // "dies"
   Store s = Store::open(p, Store::Mode::read_write);

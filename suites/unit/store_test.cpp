@@ -68,7 +68,8 @@ class StoreTest : public ::testing::Test {
     for (int c = 0; c < cases; ++c) {
       CaseRecord rec{"", "op", "cpu.serial", "cpu", tag + std::to_string(c), "cid", "{}", 1, "in", "float32", "[1]"};
       rec.id = Store::case_id(rec);
-      CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", trials, 1, 10, 5};
+      // Even cases carry a role (schema 3 rows), odd ones none (as rows written before schema 3).
+      CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", trials, 1, 10, 5, c % 2 ? "" : "reference"};
       std::vector<TrialRecord> ts;
       for (int t = 0; t < trials; ++t) ts.push_back({t, "d", 10, std::nullopt});
       s.put_case(run, rec, cr, ts);
@@ -212,6 +213,9 @@ TEST_F(StoreTest, VerifyFindsEditedDeletedAndInconsistentRows) {
       "UPDATE cases SET params = '{\"n\":2}' WHERE rowid = 1",
       "UPDATE fingerprints SET canonical = '{}'",
       "UPDATE runs SET chain_root = 'x'",
+      "UPDATE case_runs SET role = 'control' WHERE seq = 0",  // a role changed
+      "UPDATE case_runs SET role = '' WHERE seq = 0",         // a role removed
+      "UPDATE case_runs SET role = 'atomic' WHERE seq = 1",   // a role given to a row written without one
   };
   const std::string pristine = contents(p);
   for (const auto& edit : edits) {

@@ -1,0 +1,318 @@
+#include "harness/report/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
+
+namespace d9m {
+
+namespace {
+
+std::string where(const ReportData& data, const CaseResult& r) {
+  return r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label;
+}
+
+std::string in_trials(const CaseResult& r) {
+  return std::to_string(r.distinct) + " distinct digests in " + std::to_string(r.trials) + " trials";
+}
+
+// The order in which one status outweighs another where configs are summed up in one cell.
+int weight(Status s) {
+  switch (s) {
+    case Status::nondeterministic: return 4;
+    case Status::error: return 3;
+    case Status::deterministic: return 2;
+    case Status::unsupported: return 1;
+    case Status::skipped: return 0;
+  }
+  return 0;
+}
+
+// Who may be offered as the deterministic fix: not the serial reference (one thread by
+// definition), not a control, not a variant whose role this d9m does not know.
+bool may_be_a_solution(Role r) { return r != Role::reference && r != Role::control && r != Role::unset; }
+
+// a, b, ..., z, aa, ab, ...
+std::string footnote_key(std::size_t i) {
+  std::string k;
+  for (++i; i > 0; i = (i - 1) / 26) k.insert(k.begin(), static_cast<char>('a' + (i - 1) % 26));
+  return k;
+}
+
+std::vector<CrossCheck> cross_checks(const ReportData& data) {
+  using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;  // op, config id, stack, inputs, variant
+  std::map<Key, const CaseResult*> deterministic;
+  for (const auto& r : data.results)
+    if (r.status == Status::deterministic) deterministic[{r.op, r.config_id, r.stack, r.input_digest, r.variant}] = &r;
+  std::vector<CrossCheck> out;
+  for (const auto& r : data.results) {
+    if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
+    auto it = deterministic.find({r.op, r.config_id, r.stack, r.input_digest, r.bit_equal_to});
+    if (it != deterministic.end()) out.push_back({&r, it->second->variant, it->second->digest});
+  }
+  return out;
+}
+
+std::vector<StackDifference> stack_differences_of(const ReportData& data) {
+  std::vector<StackDifference> out;
+  std::map<std::string, std::vector<const CaseResult*>> by_case;  // the case id includes the input digest
+  for (const auto& r : data.results)
+    if (r.status == Status::deterministic) by_case[r.case_id].push_back(&r);
+  for (const auto& [id, rs] : by_case)
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      for (std::size_t j = i + 1; j < rs.size(); ++j)
+        if (rs[i]->digest != rs[j]->digest)
+          out.push_back({rs[i]->op, rs[i]->config, rs[i]->variant, rs[i]->stack, rs[j]->stack, rs[i]->digest, rs[j]->digest});
+  return out;
+}
+
+std::vector<Cost> costs_of(const ReportData& data) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
+  for (const auto& r : data.results)
+    if (r.median_ns) groups[{r.op, r.config, r.stack, r.backend}].push_back(&r);
+  std::vector<Cost> out;
+  for (const auto& [key, rs] : groups) {
+    const CaseResult *det = nullptr, *nd = nullptr;
+    for (const auto* r : rs) {
+      if (r->claim_determinism == "deterministic" && r->status == Status::deterministic && may_be_a_solution(r->role) &&
+          (!det || *r->median_ns < *det->median_ns))
+        det = r;
+      if (r->claim_determinism == "nondeterministic" && r->role != Role::control && (!nd || *r->median_ns < *nd->median_ns))
+        nd = r;
+    }
+    if (det && nd && *nd->median_ns > 0)
+      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
+                     static_cast<double>(*det->median_ns) / static_cast<double>(*nd->median_ns)});
+  }
+  return out;
+}
+
+// Per op and backend, the deterministic variant most often fastest, with its cost.
+std::vector<Solution> solutions_of(const ReportData& data, const std::vector<Cost>& costs) {
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
+  for (const auto& c : costs) ++votes[{c.op, c.backend}][c.solution];
+  std::vector<Solution> out;
+  for (const auto& [key, vs] : votes) {
+    const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    Solution s;
+    s.op = key.first;
+    s.backend = key.second;
+    s.variant = best->first;
+    s.key = footnote_key(out.size());
+    for (const auto& c : costs)
+      if (c.op == s.op && c.backend == s.backend && c.solution == s.variant) {
+        s.ratios.push_back(c.ratio);
+        s.against = c.against;
+      }
+    for (const auto& r : data.results)
+      if (r.op == s.op && r.variant == s.variant) s.reason = r.claim_reason;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// "9.14.0" -> {9, 14, 0}; empty when the text is not a dotted version.
+std::vector<long> version_parts(const nlohmann::json& v) {
+  std::vector<long> parts;
+  if (!v.is_string()) return parts;
+  const std::string text = v.get<std::string>();
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t dot = std::min(text.find('.', at), text.size());
+    const std::string part = text.substr(at, dot - at);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 9) return {};
+    parts.push_back(std::stol(part));
+    at = dot + 1;
+  }
+  return parts;
+}
+
+// cuDNN's compatibility rule: a library runs programs built against the same major version and
+// the same or an older minor one; anything else is not guaranteed to work ("Compatibility" in
+// cuDNN's developer guide). A stack outside it still ran, and its results are what it gave.
+std::optional<std::string> cudnn_mismatch(const StackInfo& s) {
+  if (!s.fingerprint.is_object() || !s.fingerprint.contains("cuda") || !s.fingerprint["cuda"].is_object()) return std::nullopt;
+  const auto& cuda = s.fingerprint["cuda"];
+  const auto loaded = version_parts(cuda.value("cudnn_loaded", nlohmann::json()));
+  const auto compiled = version_parts(cuda.value("cudnn_compiled", nlohmann::json()));
+  if (loaded.size() < 2 || compiled.size() < 2) return std::nullopt;
+  if (loaded[0] == compiled[0] && loaded[1] >= compiled[1]) return std::nullopt;
+  return "cuDNN " + cuda["cudnn_loaded"].get<std::string>() + " was loaded on " + s.label + " by a d9m built against " +
+         cuda["cudnn_compiled"].get<std::string>() +
+         ": cuDNN guarantees only the same major and the same or a newer minor version, so its cuDNN cases ran on an "
+         "unsupported combination";
+}
+
+Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cross) {
+  Verdict v;
+  std::map<std::string, Verdict::Seen> seen;
+  for (const auto& r : data.results) {
+    ++v.cases;
+    ++v.by_status[static_cast<int>(r.status)];
+    const std::string w = where(data, r);
+    if (r.claim_broken()) {
+      if (r.is_control())
+        v.failures.push_back({Failure::Kind::control_diverged, &r,
+                              "the deterministic control (" + r.variant + " on " + data.stack(r.stack).label + ") diverged, " +
+                                  in_trials(r) + ": this stack does not reproduce even a serial sum"});
+      else
+        v.failures.push_back({Failure::Kind::diverged, &r, w + ": claimed deterministic, " + in_trials(r)});
+    }
+    if (r.status == Status::error) v.failures.push_back({Failure::Kind::error, &r, w + ": " + r.detail});
+    if (r.error_runs > 0 && r.status != Status::error) v.warnings.push_back(w + ": " + r.detail);
+    // A nondeterministic control that never diverged means this audit could not have seen
+    // nondeterminism on that backend (one thread, a quiet machine, a scheduler that serialised).
+    if (r.is_control() && r.claim_determinism == "nondeterministic" && r.status == Status::deterministic)
+      v.warnings.push_back("the nondeterministic control (" + r.variant + " on " + data.stack(r.stack).label +
+                           ") never diverged in " + std::to_string(r.trials) +
+                           " trials: this audit could not have seen nondeterminism on that backend (one thread?)");
+    if (r.claim_determinism == "nondeterministic" && !r.is_control() &&
+        (r.status == Status::deterministic || r.status == Status::nondeterministic)) {
+      auto& s = seen[r.variant];
+      s.variant = r.variant;
+      s.diverged += r.status == Status::nondeterministic;
+      ++s.cases;
+    }
+  }
+  for (const auto& c : cross)
+    if (!c.equal())
+      v.failures.push_back({Failure::Kind::cross_implementation, c.result,
+                            where(data, *c.result) + ": claims the bits of " + c.partner + ", digests differ (" +
+                                c.result->digest + " vs " + c.partner_digest + ")"});
+  for (const auto& s : data.stacks)
+    if (auto why = cudnn_mismatch(s)) v.warnings.push_back(*why);
+  for (auto& [name, s] : seen) v.nondeterministic_seen.push_back(s);
+  return v;
+}
+
+std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solution>& solutions, const Verdict& verdict) {
+  std::map<std::pair<std::string, std::string>, std::vector<const CaseResult*>> by_row;
+  for (const auto& r : data.results) by_row[{r.op, r.variant}].push_back(&r);
+  std::vector<StatusRow> rows;
+  for (const auto& [key, rs] : by_row) {
+    StatusRow row;
+    row.op = key.first;
+    row.variant = key.second;
+    const CaseResult& last = *rs.back();
+    row.backend = last.backend;
+    row.role = last.role;
+    row.claim_source = last.claim_source;
+    row.claim_reason = last.claim_reason;
+    row.claim_determinism = last.claim_determinism;
+    // A vendor's API may claim per config (cuDNN does): different claims show as mixed.
+    for (const auto* r : rs)
+      if (r->claim_determinism != last.claim_determinism) row.claim_determinism = "mixed";
+    for (const auto& s : data.stacks) {
+      StatusCell cell;
+      const CaseResult* worst_nd = nullptr;
+      for (const auto* r : rs) {
+        if (r->stack != s.id) continue;
+        ++cell.configs;
+        if (cell.configs == 1 || weight(r->status) > weight(cell.status)) cell.status = r->status;
+        if (r->status == Status::nondeterministic) {
+          ++cell.nd_configs;
+          if (!worst_nd || r->distinct > worst_nd->distinct) worst_nd = r;
+        }
+        cell.broken |= verdict.claim_failed(*r);
+      }
+      switch (cell.configs ? cell.status : Status::skipped) {
+        case Status::nondeterministic:
+          cell.text = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
+          if (cell.nd_configs < cell.configs)
+            cell.text += " (" + std::to_string(cell.nd_configs) + " of " + std::to_string(cell.configs) + " configs)";
+          break;
+        case Status::error: cell.text = "E"; break;
+        case Status::deterministic: cell.text = "D"; break;
+        case Status::unsupported: cell.text = "U"; break;
+        case Status::skipped: cell.text = "-"; break;
+      }
+      row.cells.push_back(std::move(cell));
+    }
+    if (row.claim_determinism == "nondeterministic")
+      for (std::size_t i = 0; i < solutions.size(); ++i)
+        if (solutions[i].op == row.op && solutions[i].backend == row.backend) row.solution = static_cast<int>(i);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string to_string(Failure::Kind k) {
+  switch (k) {
+    case Failure::Kind::diverged: return "claim broken";
+    case Failure::Kind::control_diverged: return "control diverged";
+    case Failure::Kind::cross_implementation: return "cross-implementation claim broken";
+    case Failure::Kind::error: return "not certified (ERROR)";
+  }
+  return "failure";
+}
+
+std::string id_of(Failure::Kind k) {
+  switch (k) {
+    case Failure::Kind::diverged: return "diverged";
+    case Failure::Kind::control_diverged: return "control_diverged";
+    case Failure::Kind::cross_implementation: return "cross_implementation";
+    case Failure::Kind::error: return "error";
+  }
+  return "failure";
+}
+
+double Solution::geomean() const {
+  double s = 0;
+  for (double r : ratios) s += std::log(r);
+  return ratios.empty() ? 0 : std::exp(s / static_cast<double>(ratios.size()));
+}
+double Solution::lowest() const { return ratios.empty() ? 0 : *std::min_element(ratios.begin(), ratios.end()); }
+double Solution::highest() const { return ratios.empty() ? 0 : *std::max_element(ratios.begin(), ratios.end()); }
+
+std::vector<const Failure*> Verdict::failures_of(const CaseResult& r) const {
+  std::vector<const Failure*> out;
+  for (const auto& f : failures)
+    if (f.result == &r) out.push_back(&f);
+  return out;
+}
+
+bool Verdict::claim_failed(const CaseResult& r) const {
+  return std::any_of(failures.begin(), failures.end(), [&](const Failure& f) { return f.result == &r && f.kind != Failure::Kind::error; });
+}
+
+std::vector<std::string> Verdict::lines() const {
+  std::vector<std::string> out;
+  out.push_back("cases: " + std::to_string(cases) + "   DETERMINISTIC " + std::to_string(by_status[0]) + "   NONDETERMINISTIC " +
+                std::to_string(by_status[1]) + "   ERROR " + std::to_string(by_status[2]) + "   UNSUPPORTED " +
+                std::to_string(by_status[3]) + "   SKIPPED " + std::to_string(by_status[4]));
+  for (const auto& s : nondeterministic_seen)
+    out.push_back(s.variant + " (claimed nondeterministic) diverged in " + std::to_string(s.diverged) + " of " +
+                  std::to_string(s.cases) + " cases");
+  if (held()) {
+    out.push_back("PASS: every claim held: each variant claimed deterministic gave one digest in all its trials, each claim "
+                  "to another implementation's bits held, and every case has evidence (none ended in ERROR only).");
+  } else {
+    std::map<Failure::Kind, int> by_kind;
+    for (const auto& f : failures) ++by_kind[f.kind];
+    std::string counts;
+    for (const auto& [k, n] : by_kind) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + to_string(k);
+    out.push_back("FAIL: " + std::to_string(failures.size()) + " failure(s): " + counts);
+    for (const auto& f : failures) out.push_back("  " + to_string(f.kind) + ": " + f.text);
+  }
+  for (const auto& w : warnings) out.push_back("WARNING: " + w);
+  return out;
+}
+
+StatusModel build_status_model(const ReportData& data) {
+  StatusModel m;
+  m.cross = cross_checks(data);
+  m.stack_differences = stack_differences_of(data);
+  m.costs = costs_of(data);
+  m.solutions = solutions_of(data, m.costs);
+  m.verdict = verdict_over(data, m.cross);
+  m.rows = rows_of(data, m.solutions, m.verdict);
+  return m;
+}
+
+Verdict verdict_of(const ReportData& data) { return verdict_over(data, cross_checks(data)); }
+
+}  // namespace d9m

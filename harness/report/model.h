@@ -1,0 +1,112 @@
+// The status table and the verdict, built once from what a store says (results.h) and only
+// formatted by the renderers (report.h): every rule of the table lives here, once. The rules:
+//
+// - A cell is one op and variant on one stack, the worst over its configs in the order
+//   NONDETERMINISTIC > ERROR > DETERMINISTIC > UNSUPPORTED > SKIPPED: evidence of divergence
+//   wins (DESIGN.md "Status table").
+// - A solution is, per op and backend, the deterministic variant most often fastest over the
+//   fastest nondeterministic one, by median time per config and stack. Roles decide who may be a
+//   solution: the serial reference (one thread by definition) and controls never are.
+// - The verdict is the one that `run`, `report`, `ctest` and `attest` give. It fails on
+//     a variant claimed deterministic that gave more than one digest (a diverging deterministic
+//     control is listed once, as the control),
+//     a variant whose claim to another implementation's bits did not hold,
+//     a case that ended in ERROR in every run that recorded it (nothing was certified).
+//   Warnings do not fail it: a nondeterministic control that never diverged, runs that ended in
+//   ERROR beside runs with evidence, a cuDNN outside its compatibility rule.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/report/results.h"
+
+namespace d9m {
+
+// A cross-implementation claim checked: `variant` claims the bits of `partner` on the same
+// config, inputs and stack. Checked only where both gave one digest (status DETERMINISTIC).
+struct CrossCheck {
+  const CaseResult* result;  // the claiming case
+  std::string partner, partner_digest;
+  bool equal() const { return result->digest == partner_digest; }
+};
+
+// A deterministic variant whose digest differs between two stacks on the same inputs.
+struct StackDifference {
+  std::string op, config, variant, stack_a, stack_b, digest_a, digest_b;
+};
+
+// The cost of determinism of one op and config on one stack: the median time of the fastest
+// deterministic-claimed variant that may be a solution over the fastest nondeterministic one.
+struct Cost {
+  std::string op, config, stack, backend, solution, against;
+  double ratio = 0;
+};
+
+struct Solution {
+  std::string op, backend, variant, reason, against, key;  // key: "a", "b", ... in the table's footnotes
+  std::vector<double> ratios;                              // one per config and stack where it was fastest
+  double geomean() const;
+  double lowest() const;
+  double highest() const;
+};
+
+struct StatusCell {
+  Status status = Status::skipped;
+  std::string text = "-";  // "D", "ND 7/20", "ND 7/20 (2 of 3 configs)", "E", "U", "-"
+  bool broken = false;     // a claim of this variant failed on this stack (see Verdict)
+  std::size_t configs = 0, nd_configs = 0;
+};
+
+struct StatusRow {
+  std::string op, variant, backend;
+  Role role = Role::unset;
+  std::string claim_determinism, claim_source, claim_reason;
+  std::vector<StatusCell> cells;  // one per stack, in ReportData::stacks order
+  int solution = -1;  // nondeterministic-claimed rows: index in StatusModel::solutions of what fixes them
+};
+
+struct Failure {
+  enum class Kind { diverged, control_diverged, cross_implementation, error };
+  Kind kind;
+  const CaseResult* result;
+  std::string text;  // "op/config/variant on S1: ..."
+};
+std::string to_string(Failure::Kind k);  // for people: "claim broken", "control diverged", ...
+std::string id_of(Failure::Kind k);      // for programs: "diverged", "control_diverged", "cross_implementation", "error"
+
+struct Verdict {
+  std::int64_t cases = 0, by_status[5] = {};
+  std::vector<Failure> failures;
+  std::vector<std::string> warnings;
+  // Per variant claimed nondeterministic: cases where it diverged, of the cases with evidence.
+  struct Seen {
+    std::string variant;
+    std::int64_t diverged = 0, cases = 0;
+  };
+  std::vector<Seen> nondeterministic_seen;
+
+  bool held() const { return failures.empty(); }
+  // The verdict in words, one line each: the counts, the nondeterministic variants seen, PASS or
+  // FAIL with every failure, then the warnings. Markdown, HTML and `d9m run` print these.
+  std::vector<std::string> lines() const;
+  std::vector<const Failure*> failures_of(const CaseResult& r) const;
+  bool claim_failed(const CaseResult& r) const;  // a failure of r other than ERROR: one of its claims broke
+};
+
+struct StatusModel {
+  std::vector<StatusRow> rows;  // by op, then variant
+  std::vector<Solution> solutions;
+  std::vector<Cost> costs;
+  std::vector<CrossCheck> cross;
+  std::vector<StackDifference> stack_differences;
+  Verdict verdict;
+};
+
+// Results, failures and cross checks point into `data`, which must outlive the model unchanged.
+StatusModel build_status_model(const ReportData& data);
+
+// The same verdict without the rest of the table.
+Verdict verdict_of(const ReportData& data);
+
+}  // namespace d9m

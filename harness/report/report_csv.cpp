@@ -1,0 +1,39 @@
+// CSV: one row per case and stack (RFC 4180, CRLF), for spreadsheets and scripts. Columns are
+// only ever appended.
+#include <cstdio>
+#include <sstream>
+
+#include "harness/core/escape.h"
+#include "harness/report/report.h"
+
+namespace d9m {
+
+std::string render_csv(const ReportData& data, const StatusModel& m) {
+  std::ostringstream o;
+  o << "stack,fingerprint,op,config,config_id,variant,backend,status,trials,distinct,digest,input_digest,"
+       "claim_determinism,claim_source,claim_reason,claim_broken,bound95,median_ns,min_ns,worst_diff_count,worst_diff_max_ulp,"
+       "worst_diff_max_abs,detail,role,failures\r\n";
+  for (const auto& r : data.results) {
+    const auto& s = data.stack(r.stack);
+    std::string failures;
+    for (const Failure* f : m.verdict.failures_of(r)) failures += (failures.empty() ? "" : " ") + id_of(f->kind);
+    char bound[32] = "", abs[32] = "";
+    if (r.status == Status::deterministic) std::snprintf(bound, sizeof bound, "%.6g", r.bound95());
+    if (r.worst_diff) std::snprintf(abs, sizeof abs, "%.6g", r.worst_diff->max_abs);
+    const std::string fields[] = {
+        s.label, s.id, r.op, r.config, r.config_id, r.variant, r.backend, to_string(r.status), std::to_string(r.trials),
+        std::to_string(r.distinct), r.digest, r.input_digest, r.claim_determinism, r.claim_source, r.claim_reason,
+        r.claim_broken() ? "true" : "false", bound, r.median_ns ? std::to_string(*r.median_ns) : "",
+        r.min_ns ? std::to_string(*r.min_ns) : "", r.worst_diff ? std::to_string(r.worst_diff->count) : "",
+        r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "", abs, r.detail, to_string(r.role), failures};
+    bool first = true;
+    for (const auto& f : fields) {
+      o << (first ? "" : ",") << csv_field(f);
+      first = false;
+    }
+    o << "\r\n";
+  }
+  return o.str();
+}
+
+}  // namespace d9m

@@ -1,0 +1,119 @@
+// The JSON report, "d9m.report/1": the public machine interface (docs/report-json.md). Fields
+// are only ever added; consumers ignore the ones they do not know.
+#include "harness/core/fingerprint.h"
+#include "harness/core/json_text.h"
+#include "harness/report/report.h"
+
+namespace d9m {
+
+using nlohmann::json;
+
+namespace {
+
+json optional_number(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json result_json(const ReportData& data, const StatusModel& m, const CaseResult& r) {
+  json failures = json::array();
+  for (const Failure* f : m.verdict.failures_of(r)) failures.push_back(id_of(f->kind));
+  json j = {{"op", r.op},
+            {"variant", r.variant},
+            {"role", to_string(r.role)},
+            {"backend", r.backend},
+            {"config", r.config},
+            {"config_id", r.config_id},
+            {"params", json::parse(r.params, nullptr, false)},
+            {"stack", r.stack},
+            {"stack_label", data.stack(r.stack).label},
+            {"case_id", r.case_id},
+            {"input_digest", r.input_digest},
+            {"output", {{"dtype", r.output_dtype}, {"shape", r.output_shape}}},
+            {"status", to_string(r.status)},
+            {"detail", r.detail},
+            {"runs", r.runs},
+            {"error_runs", r.error_runs},
+            {"trials", r.trials},
+            {"distinct", r.distinct},
+            {"digest", r.digest},
+            {"claim", {{"determinism", r.claim_determinism}, {"source", r.claim_source}, {"reason", r.claim_reason}}},
+            {"claim_broken", r.claim_broken()},
+            {"failures", failures},
+            {"bit_equal_to", r.bit_equal_to.empty() ? json(nullptr) : json(r.bit_equal_to)},
+            {"bound95", r.status == Status::deterministic ? json(r.bound95()) : json(nullptr)},
+            {"median_ns", optional_number(r.median_ns)},
+            {"min_ns", optional_number(r.min_ns)}};
+  if (r.worst_diff)
+    j["worst_diff"] = {{"count", r.worst_diff->count}, {"max_abs", r.worst_diff->max_abs},
+                       {"max_ulp", r.worst_diff->max_ulp}, {"first_index", r.worst_diff->first_index}};
+  return j;
+}
+
+json verdict_json(const Verdict& v) {
+  json counts = json::object();
+  for (int i = 0; i < 5; ++i) counts[to_string(static_cast<Status>(i))] = v.by_status[i];
+  json failures = json::array(), broken = json::array();
+  for (const auto& f : v.failures) {
+    failures.push_back({{"kind", id_of(f.kind)}, {"case_id", f.result->case_id}, {"stack", f.result->stack}, {"text", f.text}});
+    if (f.kind != Failure::Kind::error) broken.push_back(f.text);
+  }
+  return {{"passed", v.held()},
+          {"claims_held", v.held()},  // the name of d9m.report/1's first version, kept for its readers
+          {"failures", failures},
+          {"broken", broken},
+          {"warnings", v.warnings},
+          {"counts", counts}};
+}
+
+}  // namespace
+
+std::string render_json(const ReportData& data, const StatusModel& m) {
+  json stacks = json::array();
+  for (const auto& s : data.stacks)
+    stacks.push_back({{"id", s.id}, {"label", s.label}, {"runs", s.runs}, {"hosts", s.hosts}, {"fingerprint", s.fingerprint}});
+  json results = json::array();
+  for (const auto& r : data.results) results.push_back(result_json(data, m, r));
+  json costs = json::array();
+  for (const auto& c : m.costs)
+    costs.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"solution", c.solution},
+                     {"against", c.against}, {"ratio", c.ratio}});
+  json cross = json::array();
+  for (const auto& c : m.cross)
+    cross.push_back({{"op", c.result->op}, {"config", c.result->config}, {"stack", c.result->stack}, {"variant", c.result->variant},
+                     {"partner", c.partner}, {"digest", c.result->digest}, {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
+  json diffs = json::array();
+  for (const auto& d : m.stack_differences)
+    diffs.push_back({{"op", d.op}, {"config", d.config}, {"variant", d.variant}, {"stack_a", d.stack_a}, {"stack_b", d.stack_b},
+                     {"digest_a", d.digest_a}, {"digest_b", d.digest_b}});
+  json rows = json::array();
+  for (const auto& row : m.rows) {
+    json cells = json::array();
+    for (std::size_t i = 0; i < row.cells.size(); ++i)
+      cells.push_back({{"stack", data.stacks[i].id}, {"status", to_string(row.cells[i].status)}, {"text", row.cells[i].text},
+                       {"broken", row.cells[i].broken}, {"configs", row.cells[i].configs}});
+    json solution = nullptr;
+    if (row.solution >= 0) {
+      const Solution& s = m.solutions[static_cast<std::size_t>(row.solution)];
+      solution = {{"variant", s.variant}, {"against", s.against}, {"geomean", s.geomean()}, {"min", s.lowest()},
+                  {"max", s.highest()}, {"pairs", s.ratios.size()}};
+    }
+    rows.push_back({{"op", row.op}, {"variant", row.variant}, {"role", to_string(row.role)}, {"backend", row.backend},
+                    {"claim", row.claim_determinism}, {"cells", cells}, {"solution", solution}});
+  }
+  const json report = {{"schema", "d9m.report/1"},
+                       {"generator", {{"name", "d9m"}, {"version", d9m_version()}, {"commit", d9m_commit()}}},
+                       {"generated_at", data.generated_at},
+                       {"store", data.store_path},
+                       {"runs", data.runs},
+                       {"interrupted_runs", data.interrupted_runs},
+                       {"trials_per_case", data.trials_per_case},
+                       {"catalog_digests", data.catalog_digests},
+                       {"stacks", stacks},
+                       {"results", results},
+                       {"table", rows},
+                       {"costs", costs},
+                       {"cross_implementation", cross},
+                       {"stack_differences", diffs},
+                       {"verdict", verdict_json(m.verdict)}};
+  return json_text(report, 2) + "\n";
+}
+
+}  // namespace d9m

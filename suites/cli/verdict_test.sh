@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# One verdict (report/model.h): `d9m run`, `d9m report`, a CTest certification (`run --ctest`)
+# and `d9m attest` must agree on the same store, for a passing audit, a broken
+# cross-implementation claim and a case that ended in ERROR. Before issue 11 a run could print
+# "CLAIMS BROKEN" and exit 0, and attest failed on errors that report passed.
+# Usage: verdict_test.sh path/to/d9m_with_faults
+set -u
+D9M=$(realpath "$1")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+cat > "$T/cat.json" << 'JSON'
+{"schema": "d9m.catalog/1", "configs": [
+  {"op": "bias_add_grad", "name": "small", "params": {"n": 1, "h": 4, "w": 4, "c": 8}}]}
+JSON
+
+# agree NAME WANT_RC VARIANT...: one store per scenario; every verb must say WANT_RC.
+agree() {
+  local name=$1 want=$2
+  shift 2
+  local db="$T/$name.sqlite" variants=()
+  for v in "$@"; do variants+=(--variant "$v"); done
+  "$D9M" run --catalog "$T/cat.json" --backend cpu "${variants[@]}" -n 3 --db "$db" -q --no-canaries 2> "$T/$name.run.err"
+  local rc=$?
+  [[ $rc == "$want" ]] || { cat "$T/$name.run.err"; fail "$name: run exited $rc, expected $want"; }
+  "$D9M" report --db "$db" --format json -o "$T/$name.json"
+  rc=$?
+  [[ $rc == "$want" ]] || fail "$name: report exited $rc, expected $want"
+  for fmt in md html junit csv; do
+    "$D9M" report --db "$db" --format $fmt -o "$T/$name.$fmt"
+    rc=$?
+    [[ $rc == "$want" ]] || fail "$name: report --format $fmt exited $rc, expected $want"
+  done
+  # A certification test of one case: the store of its own, as ctest runs it.
+  "$D9M" run -q --ctest --catalog "$T/cat.json" --backend cpu "${variants[@]}" -n 3 --db "$T/$name.ctest.sqlite" 2> /dev/null
+  rc=$?
+  [[ $rc == "$want" ]] || fail "$name: run --ctest exited $rc, expected $want"
+  "$D9M" attest --db "$db" --report "$T/$name.json" -o "$T/$name.intoto.json" 2> "$T/$name.attest.err" ||
+    { cat "$T/$name.attest.err"; fail "$name: attest"; }
+  python3 - "$T/$name.intoto.json" "$T/$name.json" "$T/$name.md" "$want" "$name" << 'PY' || fail "$name: attest and report disagree"
+import base64, json, sys
+envelope, report, md, want, name = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+statement = json.loads(base64.b64decode(json.load(open(envelope))["payload"]))
+verdict = json.load(open(report))["verdict"]
+result = statement["predicate"]["result"]
+assert result == ("PASSED" if want == 0 else "FAILED"), (name, result)
+assert verdict["passed"] == (want == 0), (name, verdict)
+failed = sorted(statement["predicate"]["failedTests"])
+reported = sorted({f["text"].split(" on ")[0] + "@" + f["text"].split(" on ")[1].split(":")[0] for f in verdict["failures"]})
+assert failed == reported, (name, failed, reported)
+text = open(md).read()
+assert ("# PASS: every claim held" in text) == (want == 0), name
+print(name, "agrees:", result, failed)
+PY
+}
+
+agree pass 0 cpu.serial cpu.ordered
+agree cross_claim_broken 1 cpu.serial test.wrong_bits
+grep -q "FAIL: cross-implementation claim broken: bias_add_grad/small/test.wrong_bits on S1: claims the bits of cpu.serial" \
+  "$T/cross_claim_broken.run.err" || { cat "$T/cross_claim_broken.run.err"; fail "run does not name the broken cross claim"; }
+agree error_only 1 cpu.serial test.throw
+grep -q "FAIL: not certified (ERROR): bias_add_grad/small/test.throw on S1" "$T/error_only.run.err" ||
+  { cat "$T/error_only.run.err"; fail "run does not name the case that ended in ERROR"; }
+
+exit $((failures > 0))

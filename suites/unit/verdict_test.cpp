@@ -1,0 +1,231 @@
+// The one verdict and the status model (report/model.h), on stores written by hand: how runs of
+// one case add up, which claim counts, what fails the verdict and how often, and that roles (not
+// names) decide solutions and controls.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include "harness/core/catalog.h"
+#include "harness/exec/runner.h"
+#include "harness/report/model.h"
+#include "harness/report/report.h"
+#include "harness/store/store.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+class VerdictTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (fs::temp_directory_path() / ("d9m_verdict_test_" + std::to_string(::getpid()) + "_" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".sqlite"))
+                .string();
+    remove();
+  }
+  void TearDown() override { remove(); }
+  void remove() {
+    for (const char* s : {"", "-wal", "-shm", "-runlease"}) fs::remove(path_ + s);
+  }
+
+  Store open() { return Store::open(path_, Store::Mode::read_write); }
+
+  static std::string begin(Store& s, const std::string& id, const std::string& started_at) {
+    RunInfo info{id, started_at, "host", "[]", "[]", "cat", 3, 1};
+    return s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  }
+
+  struct Case {
+    std::string variant, role, claim = "deterministic", config = "cfg";
+    std::vector<std::string> digests;  // empty: an ERROR (or `status`)
+    Status status = Status::error;
+    std::string detail, reason = "why";
+    std::int64_t median_ns = 1000;
+  };
+
+  static void put(Store& s, const std::string& run, const Case& c) {
+    CaseRecord rec{"", "scatter_add", c.variant, "cpu", c.config, "cid-" + c.config, "{}", 1, "inputs", "float32", "[4]"};
+    rec.id = Store::case_id(rec);
+    std::vector<TrialRecord> ts;
+    for (std::size_t t = 0; t < c.digests.size(); ++t)
+      ts.push_back({static_cast<std::int64_t>(t), c.digests[t], c.median_ns,
+                    c.digests[t] == c.digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{1, 0.5, 3, 2})});
+    const std::set<std::string> distinct(c.digests.begin(), c.digests.end());
+    CaseRunRecord cr;
+    cr.status = c.digests.empty() ? c.status : distinct.size() == 1 ? Status::deterministic : Status::nondeterministic;
+    cr.detail = c.detail;
+    cr.claim_determinism = c.claim;
+    cr.claim_source = "design";
+    cr.claim_reason = c.reason;
+    cr.trials = static_cast<std::int64_t>(c.digests.size());
+    cr.distinct = static_cast<std::int64_t>(distinct.size());
+    if (!c.digests.empty()) cr.median_ns = cr.min_ns = c.median_ns;
+    cr.role = c.role;
+    s.put_case(run, rec, cr, ts);
+  }
+
+  std::string path_;
+};
+
+// Item 1 of issue 11: a case claimed deterministic that diverged in one run and hit the watchdog
+// in another showed E and passed; the divergence is evidence and must win.
+TEST_F(VerdictTest, AnErrorInOneRunDoesNotHideDivergenceInAnother) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "y", "x"}});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cpu.blocked", .role = "ordered", .detail = "watchdog: no trial finished within 300 s"});
+  s.finish_run(b, "complete");
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].status, Status::nondeterministic);
+  EXPECT_EQ(d.results[0].error_runs, 1);
+  const StatusModel m = build_status_model(d);
+  EXPECT_FALSE(m.verdict.held());
+  ASSERT_EQ(m.verdict.failures.size(), 1u);
+  EXPECT_EQ(m.verdict.failures[0].kind, Failure::Kind::diverged);
+  EXPECT_EQ(m.rows.at(0).cells.at(0).text, "ND 2/3");
+  EXPECT_TRUE(m.rows.at(0).cells.at(0).broken);
+}
+
+// Digests of one run stand beside a run that produced none: D, with the error named (warning).
+TEST_F(VerdictTest, EvidenceOfOneDigestStandsBesideARunThatEndedInError) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x", "x"}});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cpu.blocked", .role = "ordered", .detail = "the worker process was killed by signal 9"});
+  s.finish_run(b, "complete");
+  const ReportData d = load_report_data(s);
+  EXPECT_EQ(d.results[0].status, Status::deterministic);
+  EXPECT_NE(d.results[0].detail.find("1 of 2 runs ended in ERROR"), std::string::npos) << d.results[0].detail;
+  const Verdict v = verdict_of(d);
+  EXPECT_TRUE(v.held());
+  ASSERT_EQ(v.warnings.size(), 1u);
+  EXPECT_NE(v.warnings[0].find("killed by signal 9"), std::string::npos);
+}
+
+// A case with no evidence at all was not certified: that fails the verdict, counted on its own.
+TEST_F(VerdictTest, ACaseThatOnlyEndedInErrorFailsTheVerdict) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .detail = "injected failure"});
+  put(s, a, {.variant = "cpu.skipped", .role = "ordered", .status = Status::skipped, .detail = "no device"});
+  put(s, a, {.variant = "cpu.unsupported", .role = "ordered", .status = Status::unsupported, .detail = "not for this config"});
+  s.finish_run(a, "complete");
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.verdict.failures.size(), 1u);
+  EXPECT_EQ(m.verdict.failures[0].kind, Failure::Kind::error);
+  EXPECT_FALSE(m.verdict.claim_failed(*m.verdict.failures[0].result));  // an error, not a broken claim
+  const auto lines = m.verdict.lines();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "FAIL: 1 failure(s): 1 not certified (ERROR)"), lines.end());
+  const auto j = nlohmann::json::parse(render_json(d, m));
+  EXPECT_FALSE(j["verdict"]["passed"].get<bool>());
+  EXPECT_EQ(j["verdict"]["failures"][0]["kind"], "error");
+  EXPECT_TRUE(j["verdict"]["broken"].empty());
+}
+
+// Item 2: the claim, role and detail shown are the latest run's (by start time), whatever order
+// the rows were written or keyed in. The latest run here has the smaller id and was written first.
+TEST_F(VerdictTest, TheLatestRunsClaimWins) {
+  Store s = open();
+  const std::string late = begin(s, "a-late", "2026-03-01T00:00:00Z");
+  put(s, late, {.variant = "cpu.v", .role = "atomic", .claim = "nondeterministic", .digests = {"x", "x"}, .reason = "refined claim"});
+  s.finish_run(late, "complete");
+  const std::string early = begin(s, "b-early", "2026-01-01T00:00:00Z");
+  put(s, early, {.variant = "cpu.v", .role = "ordered", .claim = "deterministic", .digests = {"x", "x"}, .reason = "first claim"});
+  s.finish_run(early, "complete");
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].claim_determinism, "nondeterministic");
+  EXPECT_EQ(d.results[0].claim_reason, "refined claim");
+  EXPECT_EQ(d.results[0].role, Role::atomic);
+}
+
+// Item 3 (and the cell rule): over configs, divergence outweighs an error.
+TEST_F(VerdictTest, ACellShowsDivergenceBeforeAnErrorOfAnotherConfig) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = "one", .digests = {"x", "y", "z"}});
+  put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = "two", .detail = "boom"});
+  s.finish_run(a, "complete");
+  const StatusModel m = build_status_model(load_report_data(s));
+  ASSERT_EQ(m.rows.size(), 1u);
+  EXPECT_EQ(m.rows[0].cells[0].status, Status::nondeterministic);
+  EXPECT_EQ(m.rows[0].cells[0].text, "ND 3/3 (1 of 2 configs)");
+}
+
+// Solutions read the role: a variant named like the serial reference but registered as ordered
+// may be the fix; a faster one whose role is reference may not; a control never is.
+TEST_F(VerdictTest, RolesNotNamesChooseTheSolution) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.fast_atomic", .role = "atomic", .claim = "nondeterministic", .digests = {"x", "y"}, .median_ns = 100});
+  put(s, a, {.variant = "cpu.serial", .role = "ordered", .digests = {"x", "x"}, .median_ns = 300});
+  put(s, a, {.variant = "my.reference", .role = "reference", .digests = {"x", "x"}, .median_ns = 150});
+  put(s, a, {.variant = "my.control", .role = "control", .digests = {"x", "x"}, .median_ns = 120});
+  s.finish_run(a, "complete");
+  const StatusModel m = build_status_model(load_report_data(s));
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.serial");
+  EXPECT_EQ(m.solutions[0].against, "cpu.fast_atomic");
+  EXPECT_DOUBLE_EQ(m.solutions[0].geomean(), 3.0);
+}
+
+// Rows written before schema 3 carry no role: a registered variant has its registered role, any
+// other the naming convention of the d9m that wrote it.
+TEST_F(VerdictTest, RowsWithoutARoleAreReadAsTheirWriterNamedThem) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.serial", .role = "", .digests = {"x", "x"}});
+  put(s, a, {.variant = "cudnn.algo7", .role = "", .digests = {"x", "x"}});
+  put(s, a, {.variant = "cuda.atomic", .role = "", .claim = "nondeterministic", .digests = {"x", "y"}});
+  put(s, a, {.variant = "odd.name", .role = "", .digests = {"x", "x"}});
+  s.finish_run(a, "complete");
+  const ReportData d = load_report_data(s);
+  std::map<std::string, Role> roles;
+  for (const auto& r : d.results) roles[r.variant] = r.role;
+  EXPECT_EQ(roles["cpu.serial"], Role::reference);
+  EXPECT_EQ(roles["cudnn.algo7"], Role::vendor);
+  EXPECT_EQ(roles["cuda.atomic"], Role::atomic);
+  EXPECT_EQ(roles["odd.name"], Role::unset);
+}
+
+TEST(Roles, EveryRegisteredVariantHasOne) {
+  for (const auto& v : Registry::global().variants()) {
+    EXPECT_NE(v.role, Role::unset) << v.op << "/" << v.name;
+    EXPECT_EQ(role_from_string(to_string(v.role)), v.role);
+  }
+}
+
+TEST(RolesDeathTest, TheRegistryRefusesAVariantWithoutARole) {
+  EXPECT_DEATH(
+      {
+        Registry r;
+        r.add(std::vector<VariantDef>{{.op = "x", .name = "y", .backend = Backend::cpu}});
+      },
+      "registered without a role");
+}
+
+// The controls are chosen by role: per backend the reference (else an ordered variant) and an
+// atomic one of the canary op.
+TEST(Roles, ControlsAreChosenByRole) {
+  const Catalog cat = default_catalog(Registry::global());
+  Selection sel;
+  sel.backend = "cpu";
+  const auto controls = canary_cases(plan_cases(cat, Registry::global(), sel), Registry::global());
+  ASSERT_EQ(controls.size(), 2u);
+  EXPECT_EQ(controls[0].variant->role, Role::reference);
+  EXPECT_EQ(controls[0].variant->backend, Backend::cpu);
+  EXPECT_EQ(controls[1].variant->role, Role::atomic);
+  EXPECT_EQ(controls[1].config->name, kCanaryConfig);
+}
+
+}  // namespace
+}  // namespace d9m
