@@ -141,14 +141,16 @@ std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, con
   return out;
 }
 
-RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt) {
-  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global()) : std::vector<PlannedCase>{};
-  cases.insert(cases.end(), selected.begin(), selected.end());
-  if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
-  if (opt.save_outputs) make_dirs(*opt.save_outputs);
+namespace {
 
-  const GpuProbe gpus = probe_gpus();
-  const Fingerprint fp = collect_fingerprint(gpus);
+// By config name, not config_id: two configs of one catalogue may share parameters (and so their
+// id) under different names, and each is its own case. The plan digest, which resuming requires
+// equal, fixes every name's parameters.
+std::string case_key(const std::string& op, const std::string& config, const std::string& variant) {
+  return op + "\n" + config + "\n" + variant;
+}
+
+RunInfo run_info(const Catalog& cat, const std::vector<PlannedCase>& cases, const RunOptions& opt, const GpuProbe& gpus) {
   RunInfo info;
   info.id = random_run_id();
   info.started_at = utc_now();
@@ -159,17 +161,141 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   info.trials_per_case = opt.trials;
   info.threads = opt.threads;
   info.plan_digest = plan_digest(cases, opt.trials, opt.threads);
+  return info;
+}
 
+CaseRecord case_record(const CatalogConfig& cc, const VariantDef& v, const std::string& input_digest) {
+  CaseRecord rec;
+  rec.op = cc.op->name;
+  rec.variant = v.name;
+  rec.backend = to_string(v.backend);
+  rec.config = cc.name;
+  rec.config_id = cc.config_id;
+  rec.params = json_text(cc.params_json);
+  rec.seed = cc.seed;
+  rec.input_digest = input_digest;
+  rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
+  rec.output_shape = shape_string(cc.problem.output.shape);
+  rec.id = Store::case_id(rec);
+  return rec;
+}
+
+// What one case's execution becomes in the store: its status, claim and role, and a row per
+// trial. A case that ran fewer trials than asked is an ERROR with no trials.
+CaseRunRecord case_run_record(const VariantDef& v, const CaseExecution& res, std::int64_t trials_wanted,
+                              std::vector<TrialRecord>& trials) {
+  CaseRunRecord cr;
+  cr.claim_determinism = to_string(v.claim.determinism);
+  cr.claim_source = to_string(v.claim.source);
+  cr.claim_reason = v.claim.reason;
+  cr.claim_bit_equal_to = v.bit_equal_to;
+  cr.role = to_string(v.role);
+  cr.detail = res.detail;
+  switch (res.kind) {
+    case CaseExecution::Kind::skipped: cr.status = Status::skipped; return cr;
+    case CaseExecution::Kind::unsupported: cr.status = Status::unsupported; return cr;
+    case CaseExecution::Kind::error: cr.status = Status::error; return cr;
+    case CaseExecution::Kind::ran: break;
+  }
+  if (res.claim) {
+    cr.claim_determinism = to_string(res.claim->determinism);
+    cr.claim_source = to_string(res.claim->source);
+    cr.claim_reason = res.claim->reason;
+  }
+  if (res.trials.size() != static_cast<std::size_t>(trials_wanted)) {
+    cr.status = Status::error;
+    cr.detail = "the case returned " + std::to_string(res.trials.size()) + " of " + std::to_string(trials_wanted) + " trials";
+    return cr;
+  }
+  std::vector<std::string> digests;
+  std::vector<std::int64_t> times;
+  for (std::size_t t = 0; t < res.trials.size(); ++t) {
+    const auto& r = res.trials[t];
+    trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
+    digests.push_back(r.digest);
+    times.push_back(r.elapsed_ns);
+  }
+  std::sort(digests.begin(), digests.end());
+  cr.distinct = std::unique(digests.begin(), digests.end()) - digests.begin();
+  cr.trials = static_cast<std::int64_t>(trials.size());
+  std::sort(times.begin(), times.end());
+  cr.min_ns = times.front();
+  cr.median_ns = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+  cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
+  return cr;
+}
+
+// Runs cases in a worker process (isolation) when the options name the executable to start;
+// otherwise here, in this process.
+class CaseRunner {
+ public:
+  CaseRunner(const Catalog& cat, const RunOptions& opt) : cat_(cat), controls_(canary_catalog(Registry::global())) {
+    if (!opt.worker_executable.empty())
+      worker_ = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, opt.catalog_path, cat.digest, opt.threads,
+                                                       opt.case_timeout_s});
+    else
+      host_ = std::make_unique<CaseHost>(opt.threads);
+  }
+
+  // nullopt when the run was asked to stop during the case (a case cut short is not evidence).
+  std::optional<CaseExecution> run(const CaseRequest& req, const TrialCallback& after_trial) {
+    std::optional<CaseExecution> res;
+    const CatalogConfig& cc = *req.config;
+    if (worker_) {
+      const bool control = &cc == &controls_.configs.front();
+      const auto config_index = control ? 0 : static_cast<std::int64_t>(&cc - cat_.configs.data());
+      res = worker_->run(req, control, config_index, after_trial, [] { return g_stop.load(); });
+    } else {
+      res = host_->run(req, nullptr, after_trial);
+    }
+    if (!res || g_stop.load()) return std::nullopt;
+    if (res->input_digest.empty()) {
+      // The worker died before it had made the inputs: the case still needs its identity.
+      auto [it, fresh] = digests_made_here_.try_emplace(&cc);
+      if (fresh) it->second = input_digest(make_inputs(*cc.op, cc.problem, cc.seed));
+      res->input_digest = it->second;
+    }
+    return res;
+  }
+
+ private:
+  const Catalog& cat_;
+  const Catalog& controls_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<CaseHost> host_;
+  std::map<const CatalogConfig*, std::string> digests_made_here_;
+};
+
+// A run that stops on an environment error (store full, outputs folder gone) is marked
+// interrupted, so it never stays "running" in the store.
+struct MarkInterruptedOnError {
+  Store& store;
+  const std::string& run_id;
+  bool armed = true;
+  ~MarkInterruptedOnError() {
+    if (!armed) return;
+    try {
+      store.finish_run(run_id, "interrupted");
+    } catch (...) {  // the store may be the thing that failed; the original error is reported
+    }
+  }
+};
+
+}  // namespace
+
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt) {
+  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global()) : std::vector<PlannedCase>{};
+  cases.insert(cases.end(), selected.begin(), selected.end());
+  if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
+  if (opt.save_outputs) make_dirs(*opt.save_outputs);
+
+  const GpuProbe gpus = probe_gpus();
+  const Fingerprint fp = collect_fingerprint(gpus);
+  const RunInfo info = run_info(cat, cases, opt, gpus);
   RunSummary summary;
   summary.fingerprint_id = fp.id;
   // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
   std::set<std::string> done;
-  // By config name, not config_id: two configs of one catalogue may share parameters (and so
-  // their id) under different names, and each is its own case. The plan digest, which resuming
-  // requires equal, fixes every name's parameters.
-  auto case_key = [](const std::string& op, const std::string& config, const std::string& variant) {
-    return op + "\n" + config + "\n" + variant;
-  };
   std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info, &summary.resume_busy) : std::nullopt;
   if (resumed) {
     summary.run_id = resumed->id;
@@ -184,127 +310,27 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     summary.run_id = store.begin_run(fp, info);
   }
 
-  // Cases run in a worker process (isolation) when the caller names the executable to start;
-  // otherwise here, in this process.
-  std::unique_ptr<Worker> worker;
-  std::unique_ptr<CaseHost> host;
-  if (!opt.worker_executable.empty()) {
-    worker = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, opt.catalog_path, cat.digest, opt.threads,
-                                                    opt.case_timeout_s});
-  } else {
-    host = std::make_unique<CaseHost>(opt.threads);
-  }
-  const Catalog& controls = canary_catalog(Registry::global());
-
+  CaseRunner runner(cat, opt);
   Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
-  // A run that stops on an environment error (store full, outputs folder gone) is marked
-  // interrupted, so it never stays "running" in the store.
-  struct MarkInterruptedOnError {
-    Store& store;
-    const std::string& run_id;
-    bool armed = true;
-    ~MarkInterruptedOnError() {
-      if (!armed) return;
-      try {
-        store.finish_run(run_id, "interrupted");
-      } catch (...) {  // the store may be the thing that failed; the original error is reported
-      }
-    }
-  } guard{store, summary.run_id};
-  std::map<const CatalogConfig*, std::string> digests_made_here;  // when a worker died before sending one
-  std::int64_t index = 0;
-  for (const auto& pc : cases) {
-    if (g_stop.load()) break;
-    const CatalogConfig& cc = *pc.config;
-    const VariantDef& v = *pc.variant;
-    if (done.count(case_key(cc.op->name, cc.name, v.name))) {
-      ++index;
-      continue;
-    }
+  MarkInterruptedOnError guard{store, summary.run_id};
+  for (std::size_t index = 0; index < cases.size() && !g_stop.load(); ++index) {
+    const CatalogConfig& cc = *cases[index].config;
+    const VariantDef& v = *cases[index].variant;
+    if (done.count(case_key(cc.op->name, cc.name, v.name))) continue;
     const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
-    progress.show(index, label, 0, opt.trials);
-
-    const CaseRequest req{&cc, &v, opt.trials, opt.save_outputs};
-    const TrialCallback after_trial = [&](std::int64_t trials_done, std::int64_t total) {
-      progress.show(index, label, trials_done, total);
-      return !g_stop.load();
-    };
-    std::optional<CaseExecution> res;
-    if (worker) {
-      const bool control = &cc == &controls.configs.front();
-      const auto config_index = control ? 0 : static_cast<std::int64_t>(&cc - cat.configs.data());
-      res = worker->run(req, control, config_index, after_trial, [] { return g_stop.load(); });
-    } else {
-      res = host->run(req, nullptr, after_trial);
-    }
-    if (!res || g_stop.load()) break;  // a case cut short is not evidence: it is not stored
-    if (res->input_digest.empty()) {
-      // The worker died before it had made the inputs: the case still needs its identity.
-      auto [it, fresh] = digests_made_here.try_emplace(&cc);
-      if (fresh) it->second = input_digest(make_inputs(*cc.op, cc.problem, cc.seed));
-      res->input_digest = it->second;
-    }
-
-    CaseRecord rec;
-    rec.op = cc.op->name;
-    rec.variant = v.name;
-    rec.backend = to_string(v.backend);
-    rec.config = cc.name;
-    rec.config_id = cc.config_id;
-    rec.params = json_text(cc.params_json);
-    rec.seed = cc.seed;
-    rec.input_digest = res->input_digest;
-    rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
-    rec.output_shape = shape_string(cc.problem.output.shape);
-    rec.id = Store::case_id(rec);
-
-    CaseRunRecord cr;
-    cr.claim_determinism = to_string(v.claim.determinism);
-    cr.claim_source = to_string(v.claim.source);
-    cr.claim_reason = v.claim.reason;
-    cr.claim_bit_equal_to = v.bit_equal_to;
-    cr.role = to_string(v.role);
-    cr.detail = res->detail;
+    const auto at = static_cast<std::int64_t>(index);
+    progress.show(at, label, 0, opt.trials);
+    const std::optional<CaseExecution> res =
+        runner.run({&cc, &v, opt.trials, opt.save_outputs}, [&](std::int64_t trials_done, std::int64_t total) {
+          progress.show(at, label, trials_done, total);
+          return !g_stop.load();
+        });
+    if (!res) break;
     std::vector<TrialRecord> trials;
-    switch (res->kind) {
-      case CaseExecution::Kind::skipped: cr.status = Status::skipped; break;
-      case CaseExecution::Kind::unsupported: cr.status = Status::unsupported; break;
-      case CaseExecution::Kind::error: cr.status = Status::error; break;
-      case CaseExecution::Kind::ran: {
-        if (res->claim) {
-          cr.claim_determinism = to_string(res->claim->determinism);
-          cr.claim_source = to_string(res->claim->source);
-          cr.claim_reason = res->claim->reason;
-        }
-        std::vector<std::string> digests;
-        std::vector<std::int64_t> times;
-        for (std::size_t t = 0; t < res->trials.size(); ++t) {
-          const auto& r = res->trials[t];
-          trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
-          digests.push_back(r.digest);
-          times.push_back(r.elapsed_ns);
-        }
-        if (trials.size() != static_cast<std::size_t>(opt.trials)) {
-          cr.status = Status::error;
-          cr.detail = "the case returned " + std::to_string(trials.size()) + " of " + std::to_string(opt.trials) + " trials";
-          trials.clear();
-          break;
-        }
-        std::sort(digests.begin(), digests.end());
-        cr.distinct = std::unique(digests.begin(), digests.end()) - digests.begin();
-        cr.trials = static_cast<std::int64_t>(trials.size());
-        std::sort(times.begin(), times.end());
-        cr.min_ns = times.front();
-        cr.median_ns = times.size() % 2 ? times[times.size() / 2]
-                                        : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
-        cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
-        break;
-      }
-    }
-    store.put_case(summary.run_id, rec, cr, trials);
+    const CaseRunRecord cr = case_run_record(v, *res, opt.trials, trials);
+    store.put_case(summary.run_id, case_record(cc, v, res->input_digest), cr, trials);
     ++summary.cases;
     ++summary.by_status[static_cast<int>(cr.status)];
-    ++index;
   }
   progress.done();
   guard.armed = false;

@@ -66,174 +66,209 @@ const StackInfo& ReportData::stack(const std::string& id) const {
   throw std::out_of_range("unknown stack " + id);
 }
 
-ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id) {
-  ReportData d;
-  d.store_path = store.path();
-  d.generated_at = utc_now();
-  sqlite3* db = store.db();
-  const std::string run_filter = run_id ? " WHERE r.id = ?1" : "";
-  try {
-    {
-      sql::Statement s(db,
-                       "SELECT r.fingerprint_id, f.canonical, r.host, r.state, r.catalog_digest, r.d9m_version,"
-                       " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit,"
-                       " coalesce(r.chain_root, ''), " + std::string(store.schema_version() >= 2 ? "r.resumes" : "0") +
-                           " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" +
-                           run_filter + " ORDER BY r.started_at, r.id");
-      if (run_id) s.bind(1, *run_id);
-      std::set<std::string> cats, versions;
-      std::set<std::int64_t> ns, ts;
-      while (s.step()) {
-        const std::string id = s.text(0);
-        auto it = std::find_if(d.stacks.begin(), d.stacks.end(), [&](const StackInfo& x) { return x.id == id; });
-        if (it == d.stacks.end()) {
-          StackInfo si;
-          si.id = id;
-          si.label = std::string("S").append(std::to_string(d.stacks.size() + 1));
-          si.fingerprint = json::parse(s.text(1), nullptr, false);
-          d.stacks.push_back(std::move(si));
-          it = d.stacks.end() - 1;
-        }
-        ++it->runs;
-        if (std::find(it->hosts.begin(), it->hosts.end(), s.text(2)) == it->hosts.end()) it->hosts.push_back(s.text(2));
-        ++d.runs;
-        // A run still marked running whose process is gone was interrupted; only a write marks
-        // it so in the store, but every report says so at once.
-        std::string state = s.text(3);
-        if (state == "running" && !store.run_alive(s.text(8))) state = "interrupted";
-        if (state == "interrupted") ++d.interrupted_runs;
-        cats.insert(s.text(4));
-        versions.insert(s.text(5));
-        ns.insert(s.integer(6));
-        ts.insert(s.integer(7));
-        d.run_rows.push_back({s.text(8), id, s.text(2), state, s.text(9), s.text(10), s.text(11), s.text(4), s.text(5),
-                              s.text(12), s.text(13), s.integer(6), s.integer(7), s.integer(14)});
-      }
-      d.catalog_digests.assign(cats.begin(), cats.end());
-      d.d9m_versions.assign(versions.begin(), versions.end());
-      d.trials_per_case.assign(ns.begin(), ns.end());
-      d.threads.assign(ts.begin(), ts.end());
-    }
+namespace {
 
-    // Per case and stack: the case_runs rows (oldest run first, so the latest run's claim, role
-    // and detail are the ones kept), then the trials for digests, times and diffs.
-    struct Acc {
-      CaseResult r;
-      std::map<std::string, std::int64_t> digests;
-      std::vector<std::int64_t> times;
-      bool any_skipped = false, any_unsupported = false, any_evidence = false;
-      std::string error_detail;  // the latest run's that ended in ERROR
-    };
-    std::map<std::pair<std::string, std::string>, Acc> acc;
-    {
-      sql::Statement s(db,
-                       "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
-                       " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
-                       " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
-                           std::string(store.schema_version() >= 3 ? "cr.role" : "''") +
-                           " FROM case_runs cr JOIN runs r ON r.id = cr.run_id"
-                           " JOIN cases c ON c.id = cr.case_id" + run_filter + " ORDER BY r.started_at, r.id, cr.seq");
-      if (run_id) s.bind(1, *run_id);
-      while (s.step()) {
-        Acc& a = acc[{s.text(1), s.text(0)}];
-        CaseResult& r = a.r;
-        if (r.case_id.empty()) {
-          r.stack = s.text(0);
-          r.case_id = s.text(1);
-          r.op = s.text(2);
-          r.variant = s.text(3);
-          r.backend = s.text(4);
-          r.config = s.text(5);
-          r.config_id = s.text(6);
-          r.params = s.text(7);
-          r.input_digest = s.text(8);
-          r.output_dtype = s.text(9);
-          r.output_shape = s.text(10);
-        }
-        r.claim_determinism = s.text(11);
-        r.claim_source = s.text(12);
-        r.claim_reason = s.text(13);
-        r.bit_equal_to = s.text(16);
-        r.role = role_of_row(s.text(17), r.op, r.variant);
-        ++r.runs;
-        const Status st = status_from_string(s.text(14));
-        if (st == Status::error) {
-          ++r.error_runs;
-          a.error_detail = s.text(15);
-        }
-        if (st == Status::skipped) a.any_skipped = true;
-        if (st == Status::unsupported) a.any_unsupported = true;
-        if (st == Status::deterministic || st == Status::nondeterministic) a.any_evidence = true;
-        if (!s.text(15).empty()) r.detail = s.text(15);
-      }
-    }
-    {
-      sql::Statement s(db,
-                       "SELECT r.fingerprint_id, t.case_id, t.digest, t.elapsed_ns, t.diff_count, t.diff_max_abs,"
-                       " t.diff_max_ulp, t.diff_first_index FROM trials t JOIN runs r ON r.id = t.run_id" + run_filter);
-      if (run_id) s.bind(1, *run_id);
-      while (s.step()) {
-        auto it = acc.find({s.text(1), s.text(0)});
-        if (it == acc.end()) continue;
-        Acc& a = it->second;
-        ++a.digests[s.text(2)];
-        a.times.push_back(s.integer(3));
-        ++a.r.trials;
-        if (!s.is_null(4)) {
-          DiffStats ds{s.integer(4), s.real(5), s.integer(6), s.integer(7)};
-          if (!a.r.worst_diff || ds.max_ulp > a.r.worst_diff->max_ulp) a.r.worst_diff = ds;
-        }
-      }
-    }
-    for (auto& [key, a] : acc) {
-      CaseResult& r = a.r;
-      r.distinct = static_cast<std::int64_t>(a.digests.size());
-      std::int64_t best = 0;
-      for (const auto& [dg, n] : a.digests)
-        if (n > best) {
-          best = n;
-          r.digest = dg;
-        }
-      if (!a.times.empty()) {
-        std::sort(a.times.begin(), a.times.end());
-        const std::size_t m = a.times.size();
-        r.median_ns = m % 2 ? a.times[m / 2] : (a.times[m / 2 - 1] + a.times[m / 2]) / 2;
-        r.min_ns = a.times.front();
-      }
-      // Evidence of divergence wins: a run that hit the watchdog cannot undo the digests another
-      // run stored. Evidence of one digest wins over runs that produced none.
-      if (r.distinct > 1)
-        r.status = Status::nondeterministic;
-      else if (a.any_evidence)
-        r.status = Status::deterministic;
-      else if (r.error_runs > 0)
-        r.status = Status::error;
-      else if (a.any_unsupported)
-        r.status = Status::unsupported;
-      else
-        r.status = Status::skipped;
-      if (r.error_runs > 0 && r.status != Status::error)
-        r.detail = std::to_string(r.error_runs) + " of " + std::to_string(r.runs) + " runs ended in ERROR (the latest: " +
-                   a.error_detail + ")";
-      else if (r.status == Status::error)
-        r.detail = a.error_detail;
-      d.results.push_back(std::move(r));
-    }
-  } catch (const sql::Error& e) {
-    fail_environment(store.path() + ": cannot read the store: " + e.what());
-  } catch (const std::invalid_argument& e) {
-    fail_environment(store.path() + ": the store holds a value d9m does not know (" + e.what() + "); `d9m verify` lists the faults");
+// Reads a store into ReportData in three passes (runs, case rows, trials) and settles each case's
+// status; every query is limited to one run when one is given.
+class Loader {
+ public:
+  Loader(const Store& store, const std::optional<std::string>& run_id)
+      : store_(store), db_(store.db()), run_id_(run_id), run_filter_(run_id ? " WHERE r.id = ?1" : "") {
+    d_.store_path = store.path();
+    d_.generated_at = utc_now();
   }
-  // A store whose rows do not hang together (found by fuzzing: a run whose fingerprint row is
-  // missing) is refused with a message, not rendered half.
-  for (const auto& r : d.results)
-    if (std::none_of(d.stacks.begin(), d.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; }))
-      fail_environment(store.path() + ": the store is inconsistent: results refer to stack " + r.stack.substr(0, 12) +
-                       ", which has no fingerprint row; `d9m verify` lists the faults");
-  std::sort(d.results.begin(), d.results.end(), [&](const CaseResult& a, const CaseResult& b) {
-    return std::tie(a.op, a.config, a.variant, a.stack) < std::tie(b.op, b.config, b.variant, b.stack);
-  });
-  return d;
+
+  ReportData load() {
+    try {
+      load_runs();
+      load_case_rows();
+      load_trials();
+      for (auto& [key, a] : acc_) d_.results.push_back(settle(a));
+    } catch (const sql::Error& e) {
+      fail_environment(store_.path() + ": cannot read the store: " + e.what());
+    } catch (const std::invalid_argument& e) {
+      fail_store_fault(store_.path() + ": the store holds a value d9m does not know (" + e.what() +
+                       "); `d9m verify` lists the faults");
+    }
+    // A store whose rows do not hang together (found by fuzzing: a run whose fingerprint row is
+    // missing) is refused with a message, not rendered half.
+    for (const auto& r : d_.results)
+      if (std::none_of(d_.stacks.begin(), d_.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; }))
+        fail_store_fault(store_.path() + ": the store is inconsistent: results refer to stack " + r.stack.substr(0, 12) +
+                         ", which has no fingerprint row; `d9m verify` lists the faults");
+    std::sort(d_.results.begin(), d_.results.end(), [&](const CaseResult& a, const CaseResult& b) {
+      return std::tie(a.op, a.config, a.variant, a.stack) < std::tie(b.op, b.config, b.variant, b.stack);
+    });
+    return std::move(d_);
+  }
+
+ private:
+  // One case on one stack while its rows are read.
+  struct Acc {
+    CaseResult r;
+    std::map<std::string, std::int64_t> digests;
+    std::vector<std::int64_t> times;
+    bool any_unsupported = false, any_evidence = false;
+    std::string error_detail;  // the latest run's that ended in ERROR
+  };
+
+  void bind_run(sql::Statement& s) const {
+    if (run_id_) s.bind(1, *run_id_);
+  }
+
+  StackInfo& stack_of(const std::string& id, const std::string& canonical) {
+    auto it = std::find_if(d_.stacks.begin(), d_.stacks.end(), [&](const StackInfo& x) { return x.id == id; });
+    if (it != d_.stacks.end()) return *it;
+    StackInfo si;
+    si.id = id;
+    si.label = std::string("S").append(std::to_string(d_.stacks.size() + 1));
+    si.fingerprint = json::parse(canonical, nullptr, false);
+    d_.stacks.push_back(std::move(si));
+    return d_.stacks.back();
+  }
+
+  void load_runs() {
+    sql::Statement s(db_,
+                     "SELECT r.fingerprint_id, f.canonical, r.host, r.state, r.catalog_digest, r.d9m_version,"
+                     " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit,"
+                     " coalesce(r.chain_root, ''), " + std::string(store_.schema_version() >= 2 ? "r.resumes" : "0") +
+                         " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" + run_filter_ + " ORDER BY r.started_at, r.id");
+    bind_run(s);
+    std::set<std::string> cats, versions;
+    std::set<std::int64_t> ns, ts;
+    while (s.step()) {
+      StackInfo& stack = stack_of(s.text(0), s.text(1));
+      ++stack.runs;
+      if (std::find(stack.hosts.begin(), stack.hosts.end(), s.text(2)) == stack.hosts.end()) stack.hosts.push_back(s.text(2));
+      ++d_.runs;
+      // A run still marked running whose process is gone was interrupted; only a write marks
+      // it so in the store, but every report says so at once.
+      std::string state = s.text(3);
+      if (state == "running" && !store_.run_alive(s.text(8))) state = "interrupted";
+      if (state == "interrupted") ++d_.interrupted_runs;
+      cats.insert(s.text(4));
+      versions.insert(s.text(5));
+      ns.insert(s.integer(6));
+      ts.insert(s.integer(7));
+      d_.run_rows.push_back({s.text(8), s.text(0), s.text(2), state, s.text(9), s.text(10), s.text(11), s.text(4), s.text(5),
+                             s.text(12), s.text(13), s.integer(6), s.integer(7), s.integer(14)});
+    }
+    d_.catalog_digests.assign(cats.begin(), cats.end());
+    d_.d9m_versions.assign(versions.begin(), versions.end());
+    d_.trials_per_case.assign(ns.begin(), ns.end());
+    d_.threads.assign(ts.begin(), ts.end());
+  }
+
+  // The case rows, oldest run first, so the latest run's claim, role and detail are kept.
+  void load_case_rows() {
+    sql::Statement s(db_,
+                     "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
+                     " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
+                     " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
+                         std::string(store_.schema_version() >= 3 ? "cr.role" : "''") +
+                         " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
+                         " ORDER BY r.started_at, r.id, cr.seq");
+    bind_run(s);
+    while (s.step()) {
+      Acc& a = acc_[{s.text(1), s.text(0)}];
+      CaseResult& r = a.r;
+      if (r.case_id.empty()) {
+        r.stack = s.text(0);
+        r.case_id = s.text(1);
+        r.op = s.text(2);
+        r.variant = s.text(3);
+        r.backend = s.text(4);
+        r.config = s.text(5);
+        r.config_id = s.text(6);
+        r.params = s.text(7);
+        r.input_digest = s.text(8);
+        r.output_dtype = s.text(9);
+        r.output_shape = s.text(10);
+      }
+      r.claim_determinism = s.text(11);
+      r.claim_source = s.text(12);
+      r.claim_reason = s.text(13);
+      r.bit_equal_to = s.text(16);
+      r.role = role_of_row(s.text(17), r.op, r.variant);
+      ++r.runs;
+      const Status st = status_from_string(s.text(14));
+      if (st == Status::error) {
+        ++r.error_runs;
+        a.error_detail = s.text(15);
+      }
+      if (st == Status::unsupported) a.any_unsupported = true;
+      if (st == Status::deterministic || st == Status::nondeterministic) a.any_evidence = true;
+      if (!s.text(15).empty()) r.detail = s.text(15);
+    }
+  }
+
+  void load_trials() {
+    sql::Statement s(db_,
+                     "SELECT r.fingerprint_id, t.case_id, t.digest, t.elapsed_ns, t.diff_count, t.diff_max_abs,"
+                     " t.diff_max_ulp, t.diff_first_index FROM trials t JOIN runs r ON r.id = t.run_id" + run_filter_);
+    bind_run(s);
+    while (s.step()) {
+      auto it = acc_.find({s.text(1), s.text(0)});
+      if (it == acc_.end()) continue;
+      Acc& a = it->second;
+      ++a.digests[s.text(2)];
+      a.times.push_back(s.integer(3));
+      ++a.r.trials;
+      if (!s.is_null(4)) {
+        DiffStats ds{s.integer(4), s.real(5), s.integer(6), s.integer(7)};
+        if (!a.r.worst_diff || ds.max_ulp > a.r.worst_diff->max_ulp) a.r.worst_diff = ds;
+      }
+    }
+  }
+
+  // The case over all its runs: digests, times and the status by precedence.
+  static CaseResult settle(Acc& a) {
+    CaseResult& r = a.r;
+    r.distinct = static_cast<std::int64_t>(a.digests.size());
+    std::int64_t best = 0;
+    for (const auto& [dg, n] : a.digests)
+      if (n > best) {
+        best = n;
+        r.digest = dg;
+      }
+    if (!a.times.empty()) {
+      std::sort(a.times.begin(), a.times.end());
+      const std::size_t m = a.times.size();
+      r.median_ns = m % 2 ? a.times[m / 2] : (a.times[m / 2 - 1] + a.times[m / 2]) / 2;
+      r.min_ns = a.times.front();
+    }
+    // Evidence of divergence wins: a run that hit the watchdog cannot undo the digests another
+    // run stored. Evidence of one digest wins over runs that produced none.
+    if (r.distinct > 1)
+      r.status = Status::nondeterministic;
+    else if (a.any_evidence)
+      r.status = Status::deterministic;
+    else if (r.error_runs > 0)
+      r.status = Status::error;
+    else if (a.any_unsupported)
+      r.status = Status::unsupported;
+    else
+      r.status = Status::skipped;
+    if (r.error_runs > 0 && r.status != Status::error)
+      r.detail = std::to_string(r.error_runs) + " of " + std::to_string(r.runs) + " runs ended in ERROR (the latest: " +
+                 a.error_detail + ")";
+    else if (r.status == Status::error)
+      r.detail = a.error_detail;
+    return std::move(r);
+  }
+
+  const Store& store_;
+  sqlite3* db_;
+  std::optional<std::string> run_id_;
+  std::string run_filter_;
+  ReportData d_;
+  std::map<std::pair<std::string, std::string>, Acc> acc_;  // by (case id, stack)
+};
+
+}  // namespace
+
+ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id) {
+  return Loader(store, run_id).load();
 }
 
 }  // namespace d9m
