@@ -5,7 +5,8 @@
 #   D9M_OUT=dir ci/audit.sh -n 200    any `d9m run` arguments pass through
 # Writes: $OUT/d9m.sqlite (the evidence; re-running adds runs to it), $OUT/report.md and
 # $OUT/report.json (every run in the store), $OUT/fingerprint.json, $OUT/audit.log.
-# Exit code: that of `d9m run` (0 every claim held, 1 a claim broken, 2 bad usage, 3 environment).
+# Exit code: that of `d9m run` (0 every claim held, 1 the verdict failed: a claim broke or a case has
+# no evidence but ERROR; 2 bad usage, 3 environment).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # 20 trials per case unless the arguments name N (d9m refuses a repeated -n). The store is
