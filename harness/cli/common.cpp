@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "harness/core/error.h"
-#include "harness/core/npy.h"
+#include "harness/core/files.h"
 #include "harness/report/report.h"
 
 namespace d9m::cli {

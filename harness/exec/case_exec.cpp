@@ -1,6 +1,7 @@
 #include "harness/exec/case_exec.h"
 
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/core/inputs.h"
 #include "harness/core/json_text.h"
 #include "harness/core/npy.h"
