@@ -11,6 +11,7 @@
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 
 namespace d9m {
 
@@ -138,16 +139,6 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
   Catalog cat;
   cat.source = source;
   std::set<std::pair<std::string, std::string>> names;
-  // A plain character check, not std::regex: libstdc++'s regex recurses once per character and
-  // overflowed the stack on a long name (found by fuzz_catalog). Names become file names under
-  // --save-outputs, hence the length limit.
-  constexpr std::size_t kMaxName = 100;
-  auto valid_name = [](const std::string& n) {
-    return !n.empty() && n.size() <= kMaxName && std::all_of(n.begin(), n.end(), [](char ch) {
-      return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
-             ch == '+' || ch == '-';
-    });
-  };
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const std::string path = "configs[" + std::to_string(i) + "]";
     const json& c = configs[i];
@@ -164,11 +155,17 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
     }
     cc.name = v.string_field(c, path, "name");
-    if (!valid_name(cc.name))
-      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxName) + " letters, digits and _.+- only, got \"" +
-                                 (cc.name.size() > kMaxName ? cc.name.substr(0, kMaxName) + "...\" (" +
-                                                                  std::to_string(cc.name.size()) + " characters)"
-                                                            : cc.name + "\""));
+    // Names become folder names under --save-outputs (harness/exec/saved_outputs.h): one path
+    // component, never "." or "..". A plain character check, not std::regex: libstdc++'s regex
+    // recurses once per character and overflowed the stack on a long name (found by fuzz_catalog).
+    if (!is_path_safe_name(cc.name)) {
+      const std::string shown = cc.name.size() > kMaxNameLength
+                                    ? json_text(json(cc.name.substr(0, kMaxNameLength) + "...")) + " (" +
+                                          std::to_string(cc.name.size()) + " characters)"
+                                    : json_text(json(cc.name));  // quoted, control characters escaped
+      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxNameLength) +
+                                 " letters, digits and _.+- only, not starting with '.', got " + shown);
+    }
     if (cc.name[0] == '_' && source != kCanarySource)
       v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)

@@ -100,6 +100,25 @@ TEST(Catalog, SemanticErrorsNameTheFieldPath) {
   }
 }
 
+TEST(Catalog, ConfigNamesAreOnePathComponentNeverDotOrDotDot) {
+  // Config names are folder names under --save-outputs: "." put a config's files in its op's
+  // folder, ".." in the outputs folder itself, where two ops' configs overwrote each other.
+  for (const std::string name : {".", "..", ".hidden", "a/b", "../x", "a\\b"}) {
+    const std::string e = error_of(with_config(R"({"op": "bias_add", "name": )" + nlohmann::json(name).dump() +
+                                               R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"));
+    EXPECT_NE(e.find("configs[0].name: expected 1 to 100 letters, digits and _.+- only, not starting with '.', got " +
+                     nlohmann::json(name).dump()),
+              std::string::npos)
+        << e;
+  }
+  // Control characters are shown escaped, not written to the terminal as they are.
+  const std::string e = error_of(with_config(R"({"op": "bias_add", "name": "a\u001b[2Jb", "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"));
+  EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+  EXPECT_NE(e.find(R"(got "a\u001b[2Jb")"), std::string::npos) << e;
+  EXPECT_NO_THROW(parse_catalog(with_config(R"({"op": "bias_add", "name": "v1.2-a+b_c", "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"),
+                                "cat.json", Registry::global()));
+}
+
 TEST(Catalog, VariantsOfABackendNotBuiltAreAllowed) {
   // The catalogue is shared by CPU-only and CUDA builds.
   const auto c = parse_catalog(with_config(R"({"op":"bias_add_grad","name":"x","params":{"n":1,"h":2,"w":2,"c":3},"variants":["cpu.serial","cuda.ordered"]})"),
