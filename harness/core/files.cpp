@@ -154,10 +154,15 @@ void make_dirs(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail_environment(path + ": not a folder");
 }
 
-void check_output_file(const std::string& path) {
-  if (path.empty() || path.back() == '/') fail_environment(path + ": names a folder, not a file to write");
+void check_not_a_folder(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail_environment(path + ": is a folder, not a file to write");
+  if (path.empty() || path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    fail_environment(path + ": is a folder, not a file to write");
+}
+
+void check_output_file(const std::string& path) {
+  check_not_a_folder(path);
+  struct stat st {};
   const std::string folder = folder_of(path);
   if (::stat(folder.c_str(), &st) != 0) fail_environment(path + ": cannot write: folder " + folder + " (" + why(errno) + ")");
   if (!S_ISDIR(st.st_mode)) fail_environment(path + ": cannot write: " + folder + " is not a folder");

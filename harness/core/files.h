@@ -33,6 +33,10 @@ void make_dirs(const std::string& path);
 // naming the place. Writes nothing that stays (the folder is probed with a temporary file).
 void check_output_file(const std::string& path);
 
+// Checks that `path`, if it exists, is not a folder (which no file could be renamed over).
+// Throws Error(environment) naming it.
+void check_not_a_folder(const std::string& path);
+
 // Checks that make_dirs(path) can succeed and that files can then be written in it: every
 // part of `path` that exists is a folder, and the deepest existing one accepts a new file.
 // Throws Error(environment) naming the place; creates nothing.

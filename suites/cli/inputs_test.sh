@@ -5,6 +5,7 @@
 # Usage: inputs_test.sh path/to/d9m
 set -u
 D9M=$(realpath "$1")
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 T=$(mktemp -d)
 trap 'chmod -R u+rwx "$T" 2> /dev/null; rm -rf "$T"' EXIT
 cd "$T" || exit 1
@@ -62,6 +63,45 @@ ln -s "$T/victim" link.md
 expect "report -o a symlink" 0 "" "$D9M" report --db a.sqlite -o link.md
 holds "the symlink's target is untouched" same victim victim.orig
 holds "the link became the report" test -f link.md -a ! -L link.md
+
+# --- 9: a --save-outputs that cannot be written is refused before the store is touched ------
+# It used to exit 3 only after the store was created, or migrated with a backup left beside it.
+cp "$SRC/suites/store/v1-store.sqlite" old.sqlite
+cp old.sqlite old.orig
+touch afile
+expect "save-outputs under a file, new store" 3 "afile/x: cannot create folder: .*afile is a file, not a folder" \
+  "$D9M" run "${ONE[@]}" --db new.sqlite --save-outputs afile/x
+holds "no store was created" test ! -e new.sqlite -a ! -e new.sqlite-wal
+expect "save-outputs under a file, schema-1 store" 3 "afile/x: cannot create folder" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs afile/x
+holds "the old store is unchanged" same old.sqlite old.orig
+holds "no migration backup" test -z "$(ls old.sqlite.* 2> /dev/null)"
+mkdir -p deep/bias_add_grad/nhwc_8x16x16x32/cpu.ordered.npy
+expect "save-outputs where a variant's .npy is a folder" 3 "cpu.ordered.npy: is a folder, not a file to write" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs deep
+mkdir -p deep2/unsorted_segment_sum && touch deep2/unsorted_segment_sum/_canary
+expect "save-outputs where a control's folder is a file" 3 "_canary is a file, not a folder" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs deep2
+expect "save-outputs in /proc" 3 "/proc/d9m-out: cannot write in folder /proc" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs /proc/d9m-out
+holds "the old store is still unchanged" same old.sqlite old.orig
+holds "still no migration backup" test -z "$(ls old.sqlite.* 2> /dev/null)"
+if [[ $(id -u) != 0 ]]; then  # root writes into a read-only folder anyway
+  mkdir ro && chmod 555 ro
+  expect "save-outputs in a read-only folder" 3 "cannot write in folder ro" "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs ro/x
+  holds "the old store is unchanged by a read-only folder" same old.sqlite old.orig
+fi
+
+# --- 13: config names are one path component: "." and ".." are refused -----------------------
+# With --save-outputs, "." wrote a config's files into its op's folder, ".." into the outputs
+# folder itself, where the configs of two ops overwrote each other.
+cfg() { printf '{"op": "%s", "name": "%s", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}' "$@"; }
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add ..), $(cfg bias_add_grad ..)]}" > dots.json
+expect "config name .." 2 'dots.json: configs\[0\]\.name: .*not starting with .\.., got "\.\."' \
+  "$D9M" run --catalog dots.json --backend cpu -n 2 -q --db dots.sqlite --save-outputs dots
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add .)]}" > dot.json
+expect "config name ." 2 'dot.json: configs\[0\]\.name: .*got "\."' "$D9M" list --catalog dot.json
+holds "nothing written for bad names" test ! -e dots.sqlite -a ! -e dots
 
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
