@@ -20,6 +20,10 @@ void write_output(const std::string& path, const std::string& text) {
   write_file_atomically(path, text);
 }
 
+void check_output(const std::string& path) {
+  if (!path.empty() && path != "-") check_output_file(path);
+}
+
 std::string render(const ReportData& data, const std::string& format, bool audit) {
   if (audit && format != "md" && format != "html") fail_usage("--audit goes with --format md or html");
   if (format == "md") return render_markdown(data, audit);

@@ -16,6 +16,7 @@ struct DiffArgs {
 };
 
 int diff(const DiffArgs& a) {
+  check_output(a.output);
   const DiffReport d = diff_reports(load_operand(a.a), load_operand(a.b), a.timing_tolerance);
   write_output(a.output, render_diff(d, a.a, a.b));
   return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);

@@ -92,6 +92,12 @@ if [[ $(id -u) != 0 ]]; then  # root writes into a read-only folder anyway
   holds "the old store is unchanged by a read-only folder" same old.sqlite old.orig
 fi
 
+# -o is checked before a verb does its work.
+mkdir adir
+expect "report -o a folder" 3 "adir: is a folder, not a file to write" "$D9M" report --db a.sqlite -o adir
+expect "baseline pin -o in a missing folder" 3 "nodir/b.json: cannot write: folder nodir \(No such file" \
+  "$D9M" baseline pin --db a.sqlite -o nodir/b.json
+
 # --- 13: config names are one path component: "." and ".." are refused -----------------------
 # With --save-outputs, "." wrote a config's files into its op's folder, ".." into the outputs
 # folder itself, where the configs of two ops overwrote each other.
