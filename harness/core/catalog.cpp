@@ -4,9 +4,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
@@ -94,38 +92,10 @@ json to_json(const ParamValue& v) {
   return std::visit([](const auto& x) { return json(x); }, v);
 }
 
-// "line L, column C" of a byte offset, for syntax errors.
-std::string position_of(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
-
 }  // namespace
 
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports the byte just past the offending token; the message after its prefix
-    // says what was expected.
-    std::string what = e.what();
-    if (auto p = what.find(": syntax error"); p != std::string::npos) what = what.substr(p + 2);
-    fail_usage(source + ":" + position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + what);
-  } catch (const json::exception& e) {
-    // Not a syntax error but still unreadable, e.g. a number beyond double range (found by fuzzing).
-    std::string what = e.what();
-    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    fail_usage(source + ": " + what);
-  }
+  const json root = parse_json_input(text, source);
   const Validator v(source);
   if (!root.is_object()) v.fail("(root)", "expected an object, got " + type_name(root));
   for (const auto& [key, _] : root.items())
@@ -251,11 +221,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
 }
 
 Catalog load_catalog_file(const std::string& path, const Registry& registry) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_usage(path + ": cannot read catalogue file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_catalog(ss.str(), path, registry);
+  return parse_catalog(read_input_file(path, "catalogue"), path, registry);
 }
 
 const Catalog& canary_catalog(const Registry& registry) {

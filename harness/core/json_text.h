@@ -1,6 +1,7 @@
 // JSON text from values that may hold anything a store can hold: invalid UTF-8 (a corrupted or
 // hostile file) is written as U+FFFD instead of throwing. On valid UTF-8 the output is
 // byte-identical to a plain dump, so content-addressed ids and chain links do not change.
+// And JSON documents from outside (catalogues, baselines), parsed with a depth limit.
 #pragma once
 #include <string>
 
@@ -11,5 +12,14 @@ namespace d9m {
 inline std::string json_text(const nlohmann::json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// Deeper than any document d9m reads (a catalogue nests 4 levels) and far from what recursion
+// can survive: parsing is iterative, but printing, copying and comparing a value recurse once
+// per level, and 100,000 levels overflowed the stack.
+inline constexpr int kMaxJsonDepth = 64;
+
+// `text` as JSON, from `source` (a file name, for messages). A syntax error, a number beyond
+// double range or nesting deeper than kMaxJsonDepth is Error(usage) "SOURCE:LINE:COLUMN: what".
+nlohmann::json parse_json_input(const std::string& text, const std::string& source);
 
 }  // namespace d9m

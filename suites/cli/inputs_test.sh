@@ -109,5 +109,24 @@ echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add .)]}" > dot.j
 expect "config name ." 2 'dot.json: configs\[0\]\.name: .*got "\."' "$D9M" list --catalog dot.json
 holds "nothing written for bad names" test ! -e dots.sqlite -a ! -e dots
 
+# --- 14: catalogues read with limits: depth, size, file type ---------------------------------
+python3 -c "
+import sys
+deep = '[' * 100000 + ']' * 100000
+sys.stdout.write('{\"schema\": \"d9m.catalog/1\", \"description\": ' + deep + ', \"configs\": [$(cfg bias_add x)]}')" > deep.json
+expect "list, 100,000 levels deep" 2 "deep.json:1:107: nested more than 64 levels deep" "$D9M" list --catalog deep.json
+expect "run, 100,000 levels deep" 2 "deep.json:1:107: nested more than 64 levels deep" \
+  "$D9M" run --catalog deep.json --backend cpu -n 2 --db deep.sqlite
+expect "/dev/zero as a catalogue" 2 "/dev/zero: larger than the limit of 64 MiB for a catalogue" \
+  timeout 60 "$D9M" run --catalog /dev/zero --backend cpu -n 2 --db deep.sqlite
+expect "a folder as a catalogue" 2 "adir: is a folder, not a catalogue file" "$D9M" list --catalog adir
+head -c $((64 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' > huge.json
+expect "a catalogue over 64 MiB" 2 "huge.json: 67108865 bytes, larger than the limit of 64 MiB for a catalogue" \
+  "$D9M" list --catalog huge.json
+rm huge.json
+holds "no store for a bad catalogue" test ! -e deep.sqlite
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add piped)]}" > piped.json
+expect "a catalogue through a pipe" 0 "configs: piped" "$D9M" list --catalog <(cat piped.json)
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]

@@ -119,6 +119,37 @@ TEST(Catalog, ConfigNamesAreOnePathComponentNeverDotOrDotDot) {
                                 "cat.json", Registry::global()));
 }
 
+TEST(Catalog, DeepNestingIsAnErrorWithAPlaceNotAStackOverflow) {
+  // 100,000 levels in the free-form "description" parsed, then overflowed the stack when the
+  // catalogue's digest printed it (exit 139 from list and run).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string e = error_of(R"({"schema": "d9m.catalog/1", "description": )" + deep +
+                                 R"(, "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}]})");
+  // The root object is level 1, so the 64th '[' (column 43 + 64) is level 65.
+  EXPECT_EQ(e, "cat.json:1:107: nested more than 64 levels deep (arrays and objects)");
+  // Brackets in strings are text, and 64 levels are allowed.
+  const std::string ok = std::string(63, '[') + R"("[[[[{{{{")" + std::string(63, ']');
+  EXPECT_NO_THROW(parse_catalog(R"({"schema": "d9m.catalog/1", "description": )" + ok +
+                                    R"(, "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}]})",
+                                "cat.json", Registry::global()));
+  EXPECT_EQ(error_of("{\"a\":\n" + std::string(70, '{')).substr(0, 13), "cat.json:2:64");
+}
+
+TEST(Catalog, AFolderOrAnEndlessDeviceIsAUsageErrorNamingTheFile) {
+  auto load_error = [](const std::string& path) {
+    try {
+      load_catalog_file(path, Registry::global());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::usage);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(load_error("/"), "/: is a folder, not a catalogue file");
+  EXPECT_EQ(load_error("/dev/zero"), "/dev/zero: larger than the limit of 64 MiB for a catalogue (read stopped there)");
+  EXPECT_EQ(load_error("/nonexistent/cat.json"), "/nonexistent/cat.json: cannot read the catalogue (No such file or directory)");
+}
+
 TEST(Catalog, VariantsOfABackendNotBuiltAreAllowed) {
   // The catalogue is shared by CPU-only and CUDA builds.
   const auto c = parse_catalog(with_config(R"({"op":"bias_add_grad","name":"x","params":{"n":1,"h":2,"w":2,"c":3},"variants":["cpu.serial","cuda.ordered"]})"),
