@@ -28,53 +28,32 @@ namespace {
 
 using nlohmann::json;
 
-std::string type_name(const json& j) {
-  if (j.is_number_integer()) return "an integer";
-  if (j.is_number()) return "a number";
-  return std::string(j.is_string() ? "a string" : j.is_boolean() ? "a boolean" : j.is_array() ? "an array" : j.is_object() ? "an object" : "null");
-}
-
-class Validator {
+// The catalogue's fields, and op parameters checked against the op's ParamSpecs.
+class Validator : public JsonFields {
  public:
-  explicit Validator(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    fail_usage(source_ + ": " + path + ": " + what);
-  }
-
-  const json& field(const json& obj, const std::string& path, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(path, std::string("missing required field \"") + key + "\"");
-    return *it;
-  }
-
-  std::string string_field(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_string()) fail(path + "." + key, "expected a string, got " + type_name(v));
-    return v.get<std::string>();
-  }
+  using JsonFields::JsonFields;
 
   ParamValue param(const ParamSpec& spec, const json& v, const std::string& path) const {
     switch (spec.kind) {
       case ParamKind::integer: {
         const std::string expected =
             "expected an integer in [" + std::to_string(spec.min) + ", 2^31], got ";
-        if (!v.is_number_integer()) fail(path, expected + type_name(v));
+        if (!v.is_number_integer()) fail(path, expected + json_type_name(v));
         // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
         const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 31);
         if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
         return v.get<std::int64_t>();
       }
       case ParamKind::boolean:
-        if (!v.is_boolean()) fail(path, "expected true or false, got " + type_name(v));
+        if (!v.is_boolean()) fail(path, "expected true or false, got " + json_type_name(v));
         return v.get<bool>();
       case ParamKind::real:
-        if (!v.is_number()) fail(path, "expected a number, got " + type_name(v));
+        if (!v.is_number()) fail(path, "expected a number, got " + json_type_name(v));
         return v.get<double>();
       case ParamKind::choice: {
         std::string options;
         for (const auto& c : spec.choices) options += (options.empty() ? "\"" : ", \"") + c + "\"";
-        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + type_name(v));
+        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + json_type_name(v));
         const auto s = v.get<std::string>();
         for (const auto& c : spec.choices)
           if (c == s) return s;
@@ -83,9 +62,6 @@ class Validator {
     }
     fail(path, "unknown parameter kind");
   }
-
- private:
-  std::string source_;
 };
 
 json to_json(const ParamValue& v) {
@@ -97,7 +73,7 @@ json to_json(const ParamValue& v) {
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
   const json root = parse_json_input(text, source);
   const Validator v(source);
-  if (!root.is_object()) v.fail("(root)", "expected an object, got " + type_name(root));
+  v.object(root, "(root)");
   for (const auto& [key, _] : root.items())
     if (key != "schema" && key != "configs" && key != "description")
       v.fail(key, "unknown field (expected \"schema\", \"description\" or \"configs\")");
@@ -112,7 +88,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const std::string path = "configs[" + std::to_string(i) + "]";
     const json& c = configs[i];
-    if (!c.is_object()) v.fail(path, "expected an object, got " + type_name(c));
+    v.object(c, path);
     for (const auto& [key, _] : c.items())
       if (key != "op" && key != "name" && key != "params" && key != "seed" && key != "variants")
         v.fail(path + "." + key, "unknown field (expected op, name, params, seed, variants)");
@@ -136,13 +112,13 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxNameLength) +
                                  " letters, digits and _.+- only, not starting with '.', got " + shown);
     }
-    if (cc.name[0] == '_' && source != kCanarySource)
+    if (is_control_config(cc.name) && source != kCanarySource)
       v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)
       v.fail(path + ".name", "duplicate config name \"" + cc.name + "\" for op " + op_name);
 
     const json& params = v.field(c, path, "params");
-    if (!params.is_object()) v.fail(path + ".params", "expected an object, got " + type_name(params));
+    v.object(params, path + ".params");
     for (const auto& [key, _] : params.items()) {
       bool known = false;
       for (const auto& spec : cc.op->params) known |= spec.name == key;
@@ -177,7 +153,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       for (std::size_t k = 0; k < it->size(); ++k) {
         const json& g = (*it)[k];
         const std::string gp = path + ".variants[" + std::to_string(k) + "]";
-        if (!g.is_string()) v.fail(gp, "expected a string, got " + type_name(g));
+        if (!g.is_string()) v.fail(gp, "expected a string, got " + json_type_name(g));
         const auto glob = g.get<std::string>();
         bool any = false;
         for (const auto* var : registry.variants_of(op_name)) any |= glob_match(glob, var->name);

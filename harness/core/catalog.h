@@ -48,6 +48,7 @@ bool glob_match(const std::string& pattern, const std::string& text);
 // The controls every run includes (the canaries): config names starting with '_' are theirs.
 inline constexpr const char* kCanarySource = "<d9m controls>";
 inline constexpr const char* kCanaryConfig = "_canary";
+inline bool is_control_config(const std::string& config_name) { return !config_name.empty() && config_name[0] == '_'; }
 const Catalog& canary_catalog(const Registry& registry);
 
 }  // namespace d9m

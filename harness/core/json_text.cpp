@@ -64,4 +64,35 @@ nlohmann::json parse_json_input(const std::string& text, const std::string& sour
   }
 }
 
+std::string json_type_name(const nlohmann::json& j) {
+  if (j.is_number_integer()) return "an integer";
+  if (j.is_number()) return "a number";
+  return std::string(j.is_string() ? "a string" : j.is_boolean() ? "a boolean" : j.is_array() ? "an array" : j.is_object() ? "an object" : "null");
+}
+
+void JsonFields::fail(const std::string& path, const std::string& what) const { fail_usage(source_ + ": " + path + ": " + what); }
+
+const nlohmann::json& JsonFields::field(const nlohmann::json& obj, const std::string& path, const char* key) const {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(path, std::string("missing required field \"") + key + "\"");
+  return *it;
+}
+
+std::string JsonFields::string_field(const nlohmann::json& obj, const std::string& path, const char* key) const {
+  const nlohmann::json& v = field(obj, path, key);
+  if (!v.is_string()) fail(path + "." + key, "expected a string, got " + json_type_name(v));
+  return v.get<std::string>();
+}
+
+const nlohmann::json& JsonFields::array_field(const nlohmann::json& obj, const std::string& path, const char* key) const {
+  const nlohmann::json& v = field(obj, path, key);
+  if (!v.is_array()) fail(path + "." + key, "expected an array, got " + json_type_name(v));
+  return v;
+}
+
+const nlohmann::json& JsonFields::object(const nlohmann::json& v, const std::string& path) const {
+  if (!v.is_object()) fail(path, "expected an object, got " + json_type_name(v));
+  return v;
+}
+
 }  // namespace d9m

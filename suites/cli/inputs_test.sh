@@ -128,5 +128,35 @@ holds "no store for a bad catalogue" test ! -e deep.sqlite
 echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add piped)]}" > piped.json
 expect "a catalogue through a pipe" 0 "configs: piped" "$D9M" list --catalog <(cat piped.json)
 
+# --- 15: a baseline that is malformed or checks nothing fails ---------------------------------
+"$D9M" baseline pin --db a.sqlite -o base.json || exit 1
+python3 -c "
+import json
+b = json.load(open('base.json'))
+def edited(name, f):
+    c = json.loads(json.dumps(b)); f(c); json.dump(c, open(name, 'w'))
+edited('numeric.json', lambda c: c['stacks'][0]['cases'][0].update(digest=5))
+edited('nostacks.json', lambda c: c.update(stacks=[]))
+edited('nocases.json', lambda c: c['stacks'][0].update(cases=[]))
+edited('othercat.json', lambda c: [x.update(case_id='%064x' % i) for i, x in enumerate(c['stacks'][0]['cases']) if not x['config'].startswith('_')])
+edited('malformed.json', lambda c: c.update(stacks=[1, 2]))"
+expect "baseline, numeric digest" 2 "numeric.json: stacks\[0\]\.cases\[0\]\.digest: expected 32 lowercase hex digits, got an integer" \
+  "$D9M" baseline check --db a.sqlite numeric.json
+expect "baseline with no stacks" 2 "nostacks.json: stacks: the baseline pins no case" "$D9M" baseline check --db a.sqlite nostacks.json
+expect "baseline with no cases" 2 "nocases.json: stacks: the baseline pins no case" "$D9M" baseline check --db a.sqlite nocases.json
+expect "baseline of another catalogue" 2 "othercat.json: nothing checked: none of the [0-9]+ cases it pins" \
+  "$D9M" baseline check --db a.sqlite othercat.json
+expect "malformed baseline" 2 "malformed.json: stacks\[0\]: expected an object, got an integer" "$D9M" baseline check --db a.sqlite malformed.json
+expect "a folder as a baseline" 2 "adir: is a folder, not a baseline file" "$D9M" baseline check --db a.sqlite adir
+expect "/dev/zero as a baseline" 2 "/dev/zero: larger than the limit of 64 MiB for a baseline" timeout 60 "$D9M" baseline check --db a.sqlite /dev/zero
+OMP_NUM_THREADS=3 "$D9M" run "${ONE[@]}" --db other-stack.sqlite 2> /dev/null  # another stack: an env var in the fingerprint
+expect "baseline of another stack" 2 "base.json: nothing checked: .*pinned on stacks [0-9a-f]{12}; the store has S1 [0-9a-f]{12}" \
+  "$D9M" baseline check --db other-stack.sqlite base.json
+expect "the baseline checks its own store" 0 " 0 drifted" "$D9M" baseline check --db a.sqlite base.json
+"$D9M" run --backend cpu --op bias_add_grad --variant cpu.atomic -n 2 -q --db atomic.sqlite 2> /dev/null
+expect "pin with nothing to pin" 2 "atomic.sqlite: no case claimed deterministic gave one digest" \
+  "$D9M" baseline pin --db atomic.sqlite -o empty.json
+holds "no baseline written when there is nothing to pin" test ! -e empty.json
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
