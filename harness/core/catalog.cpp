@@ -36,11 +36,11 @@ class Validator : public JsonFields {
   ParamValue param(const ParamSpec& spec, const json& v, const std::string& path) const {
     switch (spec.kind) {
       case ParamKind::integer: {
-        const std::string expected =
-            "expected an integer in [" + std::to_string(spec.min) + ", 2^31], got ";
+        static_assert(kMaxIntegerParam == (std::int64_t{1} << 31) - 1, "the message says 2^31-1");
+        const std::string expected = "expected an integer in [" + std::to_string(spec.min) + ", 2^31-1], got ";
         if (!v.is_number_integer()) fail(path, expected + json_type_name(v));
         // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
-        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 31);
+        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxIntegerParam);
         if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
         return v.get<std::int64_t>();
       }
