@@ -158,5 +158,30 @@ expect "pin with nothing to pin" 2 "atomic.sqlite: no case claimed deterministic
   "$D9M" baseline pin --db atomic.sqlite -o empty.json
 holds "no baseline written when there is nothing to pin" test ! -e empty.json
 
+# --- 16: integers, tolerances, a full disk --------------------------------------------------
+# cuDNN's descriptors take int: 2^31 was accepted and wrapped there.
+printf '{"schema": "d9m.catalog/1", "configs": [{"op": "conv2d_bwd_filter", "name": "x", "params": {"n": 1, "h": 4, "w": 4, "ci": 1, "co": 1, "kh": 1, "kw": 1, "stride_h": 2147483648}}]}' > int.json
+expect "an integer of 2^31" 2 "int.json: configs\[0\]\.params\.stride_h: expected an integer in \[1, 2\^31-1\], got 2147483648" \
+  "$D9M" list --catalog int.json
+for tol in nan -1 inf; do
+  expect "--timing-tolerance $tol" 2 "--timing-tolerance must be a finite number of at least 0.*got $tol" \
+    "$D9M" diff a.sqlite a.sqlite --timing-tolerance=$tol
+done
+# A full disk says so (it said "disk I/O error"). A file size limit stands in everywhere; a small
+# tmpfs, where this machine lets us mount one in a private mount namespace, is the real thing.
+expect "a file size limit" 3 "cannot store case .*: cannot be written: the file reached the largest size allowed to this process \(File too large; see ulimit -f\)" \
+  bash -c 'ulimit -f 200; exec "$0" run --backend cpu -n 50 --threads 1 -q --db limited.sqlite' "$D9M"
+mkdir full
+unshare=(unshare -m)
+[[ $(id -u) == 0 ]] || unshare=(unshare -rm)
+if "${unshare[@]}" mount -t tmpfs -o size=8k tmpfs full 2> /dev/null; then
+  for size in 8k 40k 140k 400k; do  # out of space while creating the store, and while storing cases
+    expect "a full disk ($size)" 3 ": cannot (create the store|store case .*): cannot be written: the disk is full \(No space left on device\)" \
+      "${unshare[@]}" bash -c "mount -t tmpfs -o size=$size tmpfs full && exec '$D9M' run --backend cpu -n 50 --threads 1 -q --db full/d9m.sqlite"
+  done
+else
+  echo "note: no tmpfs can be mounted here; a full disk is checked through the file size limit only"
+fi
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
