@@ -11,10 +11,11 @@ seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   > /dev/null
-cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store d9m > build/fuzz.log 2>&1 ||
+cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store fuzz_baseline d9m > build/fuzz.log 2>&1 ||
   { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
-mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store
+mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store build/fuzz/corpus/baseline
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
+cp suites/fuzz/corpus/baseline/* build/fuzz/corpus/baseline/
 cp suites/store/v1-store.sqlite build/fuzz/corpus/store/schema1.sqlite  # the migration path
 # A real store as the seed of the store fuzzer (small: one op, two trials).
 seed=build/fuzz/corpus/store/seed.sqlite
@@ -25,7 +26,7 @@ if [[ ! -s $seed ]]; then
   rm -f "$seed"-wal "$seed"-shm
 fi
 found=0
-for t in fuzz_catalog fuzz_store; do
+for t in fuzz_catalog fuzz_store fuzz_baseline; do
   kind=${t#fuzz_}
   echo "== $t: replaying suites/fuzz/regressions/$kind"
   build/fuzz/suites/fuzz/$t suites/fuzz/regressions/$kind/* > build/fuzz/replay.log 2>&1 ||

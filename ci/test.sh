@@ -25,6 +25,6 @@ if [[ ${D9M_SANITIZE:-1} == 1 ]]; then
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$(nproc)" --output-on-failure \
     -R '^(ThreadPool|KernelAgreement|DigestV1)\.'
-  echo "== libFuzzer: the catalogue parser and the store opener (fixed crashes replayed, then 20 s each)"
+  echo "== libFuzzer: the catalogue parser, the store opener and baselines (fixed crashes replayed, then 20 s each)"
   bash ci/fuzz.sh "${D9M_FUZZ_SECONDS:-20}"
 fi

@@ -26,11 +26,16 @@ enum class ParamKind { integer, boolean, real, choice };
 
 using ParamValue = std::variant<std::int64_t, bool, double, std::string>;
 
+// The largest integer parameter (INT_MAX, 2^31-1): sizes, strides and dilations reach cuDNN's
+// descriptors, which take int, so 2^31 would wrap to a negative size there. Windows built from
+// them are bounded the same way (kernels/common/window.h).
+inline constexpr std::int64_t kMaxIntegerParam = 2147483647;
+
 struct ParamSpec {
   std::string name;
   ParamKind kind = ParamKind::integer;
   std::optional<ParamValue> default_value;  // absent: the parameter is required
-  std::int64_t min = 1;                     // integers: smallest accepted value
+  std::int64_t min = 1;                     // integers: smallest accepted value (the largest is kMaxIntegerParam)
   std::vector<std::string> choices;         // choice: accepted spellings
   std::string doc;
 };

@@ -17,6 +17,7 @@ struct AttestArgs {
 };
 
 int attest(const AttestArgs& a) {
+  check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
   const nlohmann::json statement = make_statement(load_report_data(store), a.report, a.db);
   write_output(a.output, json_text(make_envelope(statement, a.key.empty() ? std::nullopt : std::optional(a.key)), 2) + "\n");

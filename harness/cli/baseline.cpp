@@ -1,12 +1,12 @@
 // d9m baseline pin | check: golden digests of a known-good store, and nightly checks against
 // them (exit 1 when a pinned case drifted).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "harness/cli/common.h"
 #include "harness/cli/verbs.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/core/json_text.h"
 #include "harness/report/compare.h"
 #include "harness/store/store.h"
@@ -20,6 +20,7 @@ struct BaselineArgs {
 };
 
 int pin(const BaselineArgs& a) {
+  check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
   ReportData data = load_report_data(store);
   select_stacks(data, a.stacks);
@@ -28,14 +29,7 @@ int pin(const BaselineArgs& a) {
 }
 
 int check(const BaselineArgs& a) {
-  std::ifstream in(a.baseline);
-  if (!in) fail_usage(a.baseline + ": cannot read the baseline");
-  nlohmann::json b;
-  try {
-    b = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail_usage(a.baseline + ": " + e.what());
-  }
+  const Baseline b = parse_baseline(read_input_file(a.baseline, "baseline"), a.baseline);
   const Store store = Store::open(a.db, Store::Mode::read_only);
   const BaselineCheck c = check_baseline(load_report_data(store), b, a.baseline);
   for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());

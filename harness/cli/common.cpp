@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "harness/core/error.h"
-#include "harness/core/npy.h"
+#include "harness/core/files.h"
 #include "harness/report/report.h"
 
 namespace d9m::cli {
@@ -18,6 +18,10 @@ void write_output(const std::string& path, const std::string& text) {
     return;
   }
   write_file_atomically(path, text);
+}
+
+void check_output(const std::string& path) {
+  if (!path.empty() && path != "-") check_output_file(path);
 }
 
 std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit) {

@@ -14,6 +14,10 @@ Catalog load_catalog(const std::string& path);
 // `text` to `path` (replacing it whole, never half-written), or to standard output for "" or "-".
 void write_output(const std::string& path, const std::string& text);
 
+// Checks, before a verb reads anything, that write_output(path, ...) can succeed (nothing to
+// check for standard output): a missing or unwritable folder fails at once, not after the work.
+void check_output(const std::string& path);
+
 // A report in `format` (md, html, json, junit, csv); `audit` goes with md and html.
 std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit);
 

@@ -1,5 +1,7 @@
 // d9m diff: what changed between two stores, runs or stacks; exit 1 when a deterministic claim
 // regressed.
+#include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include "harness/cli/common.h"
@@ -16,6 +18,14 @@ struct DiffArgs {
 };
 
 int diff(const DiffArgs& a) {
+  // NaN compares false with everything, so it silently turned timing changes off; a negative
+  // tolerance called every case slower. Neither is a tolerance.
+  if (!std::isfinite(a.timing_tolerance) || a.timing_tolerance < 0) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", a.timing_tolerance);
+    fail_usage(std::string("--timing-tolerance must be a finite number of at least 0 (0.25 means 25%), got ") + got);
+  }
+  check_output(a.output);
   const DiffReport d = diff_reports(load_operand(a.a), load_operand(a.b), a.timing_tolerance);
   write_output(a.output, render_diff(d, a.a, a.b));
   return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);

@@ -19,6 +19,7 @@ struct ReportArgs {
 };
 
 int report(const ReportArgs& a) {
+  check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
   ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);

@@ -13,6 +13,7 @@
 #include "harness/core/error.h"
 #include "harness/core/json_text.h"
 #include "harness/exec/runner.h"
+#include "harness/exec/saved_outputs.h"
 #include "harness/report/report.h"
 #include "harness/store/store.h"
 
@@ -43,6 +44,13 @@ int run(const RunArgs& a) {
   const Catalog cat = load_catalog(a.catalog);
   const Selection sel{a.backend, a.ops, a.variants, a.configs};
   const auto cases = plan_cases(cat, Registry::global(), sel);
+  if (!a.save_outputs.empty()) {
+    // Every place the outputs go, the controls' included, is checked before the store is
+    // created or migrated: an output folder that cannot be written leaves the store untouched.
+    std::vector<PlannedCase> all = a.no_canaries ? std::vector<PlannedCase>{} : canary_cases(cases, Registry::global());
+    all.insert(all.end(), cases.begin(), cases.end());
+    check_saved_outputs(a.save_outputs, all);
+  }
   Store store = Store::open(a.db, Store::Mode::read_write);
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
   RunOptions opt;

@@ -4,13 +4,12 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 
 namespace d9m {
 
@@ -29,53 +28,32 @@ namespace {
 
 using nlohmann::json;
 
-std::string type_name(const json& j) {
-  if (j.is_number_integer()) return "an integer";
-  if (j.is_number()) return "a number";
-  return std::string(j.is_string() ? "a string" : j.is_boolean() ? "a boolean" : j.is_array() ? "an array" : j.is_object() ? "an object" : "null");
-}
-
-class Validator {
+// The catalogue's fields, and op parameters checked against the op's ParamSpecs.
+class Validator : public JsonFields {
  public:
-  explicit Validator(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    fail_usage(source_ + ": " + path + ": " + what);
-  }
-
-  const json& field(const json& obj, const std::string& path, const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(path, std::string("missing required field \"") + key + "\"");
-    return *it;
-  }
-
-  std::string string_field(const json& obj, const std::string& path, const char* key) const {
-    const json& v = field(obj, path, key);
-    if (!v.is_string()) fail(path + "." + key, "expected a string, got " + type_name(v));
-    return v.get<std::string>();
-  }
+  using JsonFields::JsonFields;
 
   ParamValue param(const ParamSpec& spec, const json& v, const std::string& path) const {
     switch (spec.kind) {
       case ParamKind::integer: {
-        const std::string expected =
-            "expected an integer in [" + std::to_string(spec.min) + ", 2^31], got ";
-        if (!v.is_number_integer()) fail(path, expected + type_name(v));
+        static_assert(kMaxIntegerParam == (std::int64_t{1} << 31) - 1, "the message says 2^31-1");
+        const std::string expected = "expected an integer in [" + std::to_string(spec.min) + ", 2^31-1], got ";
+        if (!v.is_number_integer()) fail(path, expected + json_type_name(v));
         // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
-        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 31);
+        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxIntegerParam);
         if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
         return v.get<std::int64_t>();
       }
       case ParamKind::boolean:
-        if (!v.is_boolean()) fail(path, "expected true or false, got " + type_name(v));
+        if (!v.is_boolean()) fail(path, "expected true or false, got " + json_type_name(v));
         return v.get<bool>();
       case ParamKind::real:
-        if (!v.is_number()) fail(path, "expected a number, got " + type_name(v));
+        if (!v.is_number()) fail(path, "expected a number, got " + json_type_name(v));
         return v.get<double>();
       case ParamKind::choice: {
         std::string options;
         for (const auto& c : spec.choices) options += (options.empty() ? "\"" : ", \"") + c + "\"";
-        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + type_name(v));
+        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + json_type_name(v));
         const auto s = v.get<std::string>();
         for (const auto& c : spec.choices)
           if (c == s) return s;
@@ -84,49 +62,18 @@ class Validator {
     }
     fail(path, "unknown parameter kind");
   }
-
- private:
-  std::string source_;
 };
 
 json to_json(const ParamValue& v) {
   return std::visit([](const auto& x) { return json(x); }, v);
 }
 
-// "line L, column C" of a byte offset, for syntax errors.
-std::string position_of(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
-
 }  // namespace
 
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports the byte just past the offending token; the message after its prefix
-    // says what was expected.
-    std::string what = e.what();
-    if (auto p = what.find(": syntax error"); p != std::string::npos) what = what.substr(p + 2);
-    fail_usage(source + ":" + position_of(text, e.byte == 0 ? 0 : e.byte - 1) + ": " + what);
-  } catch (const json::exception& e) {
-    // Not a syntax error but still unreadable, e.g. a number beyond double range (found by fuzzing).
-    std::string what = e.what();
-    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
-    fail_usage(source + ": " + what);
-  }
+  const json root = parse_json_input(text, source);
   const Validator v(source);
-  if (!root.is_object()) v.fail("(root)", "expected an object, got " + type_name(root));
+  v.object(root, "(root)");
   for (const auto& [key, _] : root.items())
     if (key != "schema" && key != "configs" && key != "description")
       v.fail(key, "unknown field (expected \"schema\", \"description\" or \"configs\")");
@@ -138,20 +85,10 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
   Catalog cat;
   cat.source = source;
   std::set<std::pair<std::string, std::string>> names;
-  // A plain character check, not std::regex: libstdc++'s regex recurses once per character and
-  // overflowed the stack on a long name (found by fuzz_catalog). Names become file names under
-  // --save-outputs, hence the length limit.
-  constexpr std::size_t kMaxName = 100;
-  auto valid_name = [](const std::string& n) {
-    return !n.empty() && n.size() <= kMaxName && std::all_of(n.begin(), n.end(), [](char ch) {
-      return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
-             ch == '+' || ch == '-';
-    });
-  };
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const std::string path = "configs[" + std::to_string(i) + "]";
     const json& c = configs[i];
-    if (!c.is_object()) v.fail(path, "expected an object, got " + type_name(c));
+    v.object(c, path);
     for (const auto& [key, _] : c.items())
       if (key != "op" && key != "name" && key != "params" && key != "seed" && key != "variants")
         v.fail(path + "." + key, "unknown field (expected op, name, params, seed, variants)");
@@ -164,18 +101,24 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
     }
     cc.name = v.string_field(c, path, "name");
-    if (!valid_name(cc.name))
-      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxName) + " letters, digits and _.+- only, got \"" +
-                                 (cc.name.size() > kMaxName ? cc.name.substr(0, kMaxName) + "...\" (" +
-                                                                  std::to_string(cc.name.size()) + " characters)"
-                                                            : cc.name + "\""));
-    if (cc.name[0] == '_' && source != kCanarySource)
+    // Names become folder names under --save-outputs (harness/exec/saved_outputs.h): one path
+    // component, never "." or "..". A plain character check, not std::regex: libstdc++'s regex
+    // recurses once per character and overflowed the stack on a long name (found by fuzz_catalog).
+    if (!is_path_safe_name(cc.name)) {
+      const std::string shown = cc.name.size() > kMaxNameLength
+                                    ? json_text(json(cc.name.substr(0, kMaxNameLength) + "...")) + " (" +
+                                          std::to_string(cc.name.size()) + " characters)"
+                                    : json_text(json(cc.name));  // quoted, control characters escaped
+      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxNameLength) +
+                                 " letters, digits and _.+- only, not starting with '.', got " + shown);
+    }
+    if (is_control_config(cc.name) && source != kCanarySource)
       v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)
       v.fail(path + ".name", "duplicate config name \"" + cc.name + "\" for op " + op_name);
 
     const json& params = v.field(c, path, "params");
-    if (!params.is_object()) v.fail(path + ".params", "expected an object, got " + type_name(params));
+    v.object(params, path + ".params");
     for (const auto& [key, _] : params.items()) {
       bool known = false;
       for (const auto& spec : cc.op->params) known |= spec.name == key;
@@ -210,7 +153,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       for (std::size_t k = 0; k < it->size(); ++k) {
         const json& g = (*it)[k];
         const std::string gp = path + ".variants[" + std::to_string(k) + "]";
-        if (!g.is_string()) v.fail(gp, "expected a string, got " + type_name(g));
+        if (!g.is_string()) v.fail(gp, "expected a string, got " + json_type_name(g));
         const auto glob = g.get<std::string>();
         bool any = false;
         for (const auto* var : registry.variants_of(op_name)) any |= glob_match(glob, var->name);
@@ -254,11 +197,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
 }
 
 Catalog load_catalog_file(const std::string& path, const Registry& registry) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_usage(path + ": cannot read catalogue file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_catalog(ss.str(), path, registry);
+  return parse_catalog(read_input_file(path, "catalogue"), path, registry);
 }
 
 const Catalog& canary_catalog(const Registry& registry) {

@@ -37,6 +37,9 @@ struct Catalog {
 
 // Largest input + output size of one config, refused before anything is allocated.
 inline constexpr double kMaxConfigBytes = 4.0 * 1024 * 1024 * 1024;
+// So no tensor has more than 2^30 elements: cuDNN's descriptors and CUB count elements in int.
+// (Every dtype is 4 bytes, kernels/common/tensor.h; a smaller one needs a per-tensor check.)
+static_assert(kMaxConfigBytes / 4 <= static_cast<double>(kMaxIntegerParam));
 
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry);
 Catalog load_catalog_file(const std::string& path, const Registry& registry);
@@ -48,6 +51,7 @@ bool glob_match(const std::string& pattern, const std::string& text);
 // The controls every run includes (the canaries): config names starting with '_' are theirs.
 inline constexpr const char* kCanarySource = "<d9m controls>";
 inline constexpr const char* kCanaryConfig = "_canary";
+inline bool is_control_config(const std::string& config_name) { return !config_name.empty() && config_name[0] == '_'; }
 const Catalog& canary_catalog(const Registry& registry);
 
 }  // namespace d9m

@@ -7,13 +7,7 @@
 
 namespace d9m {
 
-// Writes atomically (temporary file, then rename): a reader never sees half a file.
+// Writes with write_file_atomically (harness/core/files.h): a reader never sees half a file.
 void write_npy(const std::string& path, const TensorDesc& desc, const void* data);
-
-// Writes text atomically, the same way.
-void write_file_atomically(const std::string& path, const std::string& text);
-
-// mkdir -p; throws Error(environment) naming the folder that could not be made.
-void make_dirs(const std::string& path);
 
 }  // namespace d9m

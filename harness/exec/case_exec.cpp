@@ -2,31 +2,9 @@
 
 #include "harness/core/error.h"
 #include "harness/core/inputs.h"
-#include "harness/core/json_text.h"
-#include "harness/core/npy.h"
+#include "harness/exec/saved_outputs.h"
 
 namespace d9m {
-
-namespace {
-
-void save_config(const std::string& dir, const CatalogConfig& cc, const std::vector<HostTensor>& inputs,
-                 const std::string& digest) {
-  const std::string base = dir + "/" + cc.op->name + "/" + cc.name;
-  make_dirs(base + "/inputs");
-  nlohmann::json in = nlohmann::json::array();
-  for (const auto& t : inputs) {
-    write_npy(base + "/inputs/" + t.desc().name + ".npy", t.desc(), t.data());
-    in.push_back({{"name", t.desc().name}, {"dtype", dtype_name(t.desc().dtype)}, {"shape", t.desc().shape}});
-  }
-  const nlohmann::json j = {{"op", cc.op->name},   {"config", cc.name},        {"config_id", cc.config_id},
-                            {"params", cc.params_json}, {"seed", cc.seed},     {"input_digest", digest},
-                            {"inputs", in},
-                            {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
-                                        {"shape", cc.problem.output.shape}}}};
-  write_file_atomically(base + "/config.json", json_text(j, 2) + "\n");
-}
-
-}  // namespace
 
 CaseHost::CaseHost(unsigned threads) {
   executors_[Backend::cpu] = make_cpu_executor(threads);
@@ -45,7 +23,7 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
   if (fresh) {
     it->second.inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     it->second.input_digest = input_digest(it->second.inputs);
-    if (req.save_outputs) save_config(*req.save_outputs, cc, it->second.inputs, it->second.input_digest);
+    if (req.save_outputs) save_inputs(*req.save_outputs, cc, it->second.inputs, it->second.input_digest);
   }
   const Prepared& prep = it->second;
   if (on_inputs) on_inputs(prep.input_digest);
@@ -69,8 +47,7 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     r.claim = out.claim;
     r.trials = std::move(out.trials);
     if (req.save_outputs && out.first_output && static_cast<std::int64_t>(r.trials.size()) == req.trials)
-      write_npy(*req.save_outputs + "/" + cc.op->name + "/" + cc.name + "/" + v.name + ".npy", cc.problem.output,
-                out.first_output->data());
+      save_output(*req.save_outputs, cc, v, out.first_output->data());
   } catch (const Error&) {
     throw;
   } catch (const Unsupported& e) {

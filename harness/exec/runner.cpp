@@ -14,7 +14,7 @@
 #include "harness/core/fingerprint.h"
 #include "harness/core/inputs.h"
 #include "harness/exec/case_exec.h"
-#include "harness/core/npy.h"
+#include "harness/core/files.h"
 #include "harness/exec/worker.h"
 
 namespace d9m {

@@ -1,12 +1,16 @@
 #include "harness/report/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "harness/core/catalog.h"
 #include "harness/core/error.h"
 #include "harness/core/fingerprint.h"
+#include "harness/core/json_text.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 
@@ -135,51 +139,131 @@ std::string render_diff(const DiffReport& d, const std::string& a, const std::st
 
 json pin_baseline(const ReportData& data) {
   json stacks = json::array();
+  bool beyond_controls = false;
   for (const auto& s : data.stacks) {
     json cases = json::array();
     for (const auto& r : data.results)
       // Golden digests are what deterministic claims promise; a nondeterministic variant that
       // happened to repeat itself (one thread, disjoint addresses) promises nothing.
-      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic")
+      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic") {
         cases.push_back({{"case_id", r.case_id}, {"op", r.op}, {"config", r.config}, {"variant", r.variant},
                          {"input_digest", r.input_digest}, {"digest", r.digest}, {"trials", r.trials}});
+        beyond_controls |= !is_control_config(r.config);
+      }
     stacks.push_back({{"id", s.id}, {"summary", s.summary()}, {"cases", cases}});
   }
+  // check_baseline refuses a baseline that checks none of a catalogue's cases; such a baseline
+  // is refused here already, before it is written.
+  if (!beyond_controls)
+    fail_usage(data.store_path + ": no case claimed deterministic gave one digest (d9m's controls aside): a baseline "
+               "would pin nothing to check");
   return {{"schema", "d9m.baseline/1"}, {"created_at", data.generated_at}, {"store", data.store_path},
           {"d9m", d9m_version() + " " + d9m_commit()}, {"stacks", stacks}};
 }
 
-BaselineCheck check_baseline(const ReportData& data, const json& baseline, const std::string& source) {
-  if (!baseline.is_object() || baseline.value("schema", "") != "d9m.baseline/1" || !baseline.contains("stacks") ||
-      !baseline["stacks"].is_array())
-    fail_usage(source + ": not a d9m baseline (expected an object with \"schema\": \"d9m.baseline/1\" and \"stacks\")");
+namespace {
+
+bool lower_hex(const std::string& s, std::size_t digits) {
+  return s.size() == digits && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// A string field of `digits` lowercase hex digits (ids are SHA-256, digests d9m-digest-v1).
+std::string hex_field(const JsonFields& f, const json& obj, const std::string& path, const char* key, std::size_t digits) {
+  const json& v = f.field(obj, path, key);
+  if (!v.is_string() || !lower_hex(v.get<std::string>(), digits))
+    f.fail(path + "." + key, "expected " + std::to_string(digits) + " lowercase hex digits, got " +
+                                 (v.is_string() ? json_text(v).substr(0, 80) : json_type_name(v)));
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+Baseline parse_baseline(const std::string& text, const std::string& source) {
+  const json root = parse_json_input(text, source);
+  const JsonFields f(source);
+  f.object(root, "(root)");
+  if (!root.contains("schema") || root["schema"] != "d9m.baseline/1")
+    f.fail("schema", "not a d9m baseline (expected \"schema\": \"d9m.baseline/1\", got " +
+                         (root.contains("schema") ? json_text(root["schema"]).substr(0, 80) : std::string("none")) + ")");
+  Baseline b;
+  std::set<std::string> stack_ids;
+  std::size_t pinned = 0;
+  const json& stacks = f.array_field(root, "(root)", "stacks");
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    const std::string sp = "stacks[" + std::to_string(i) + "]";
+    const json& s = f.object(stacks[i], sp);
+    BaselineStack bs;
+    bs.id = hex_field(f, s, sp, "id", 64);
+    if (!stack_ids.insert(bs.id).second) f.fail(sp + ".id", "stack " + bs.id.substr(0, 12) + " is pinned twice");
+    if (s.contains("summary")) bs.summary = f.string_field(s, sp, "summary");
+    std::set<std::string> case_ids;
+    const json& cases = f.array_field(s, sp, "cases");
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const std::string cp = sp + ".cases[" + std::to_string(k) + "]";
+      const json& c = f.object(cases[k], cp);
+      PinnedCase pc;
+      pc.case_id = hex_field(f, c, cp, "case_id", 64);
+      if (!case_ids.insert(pc.case_id).second) f.fail(cp + ".case_id", "case " + pc.case_id.substr(0, 12) + " is pinned twice");
+      pc.op = f.string_field(c, cp, "op");
+      pc.config = f.string_field(c, cp, "config");
+      pc.variant = f.string_field(c, cp, "variant");
+      pc.input_digest = hex_field(f, c, cp, "input_digest", 32);
+      pc.digest = hex_field(f, c, cp, "digest", 32);
+      const json& trials = f.field(c, cp, "trials");
+      if (!trials.is_number_unsigned() || trials.get<std::uint64_t>() < 2 || trials.get<std::uint64_t>() > (1ull << 62))
+        f.fail(cp + ".trials", "expected an integer of at least 2, got " + json_text(trials).substr(0, 80));
+      pc.trials = trials.get<std::int64_t>();
+      bs.cases.push_back(std::move(pc));
+    }
+    pinned += bs.cases.size();
+    b.stacks.push_back(std::move(bs));
+  }
+  // An empty baseline passed every check: pinned from a store with no deterministic evidence, or
+  // edited by hand, it must not stand in for one that checks something.
+  if (pinned == 0) f.fail("stacks", "the baseline pins no case, so it could never fail a check");
+  return b;
+}
+
+BaselineCheck check_baseline(const ReportData& data, const Baseline& baseline, const std::string& source) {
   BaselineCheck c;
-  for (const auto& s : baseline["stacks"]) {
-    const std::string id = s.value("id", "");
-    const bool present = std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& x) { return x.id == id; });
+  std::int64_t pinned = 0, checked_beyond_controls = 0;
+  for (const auto& s : baseline.stacks) {
+    pinned += static_cast<std::int64_t>(s.cases.size());
+    const bool present = std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& x) { return x.id == s.id; });
     if (!present) {
-      c.notes.push_back("baseline stack " + id.substr(0, 12) + " (" + s.value("summary", "") + ") is not in the store: not checked");
+      c.notes.push_back("baseline stack " + s.id.substr(0, 12) + " (" + s.summary + ") is not in the store: not checked");
       continue;
     }
     std::map<std::string, const CaseResult*> now;
     for (const auto& r : data.results)
-      if (r.stack == id) now[r.case_id] = &r;
-    for (const auto& bc : s.value("cases", json::array())) {
-      const std::string name = bc.value("op", "?") + "/" + bc.value("config", "?") + "/" + bc.value("variant", "?") + " on " +
-                               data.stack(id).label;
-      auto it = now.find(bc.value("case_id", ""));
+      if (r.stack == s.id) now[r.case_id] = &r;
+    for (const auto& bc : s.cases) {
+      const std::string name = bc.op + "/" + bc.config + "/" + bc.variant + " on " + data.stack(s.id).label;
+      auto it = now.find(bc.case_id);
       if (it == now.end()) {
         c.missing.push_back(name);
         continue;
       }
       ++c.checked;
+      if (!is_control_config(bc.config)) ++checked_beyond_controls;
       const CaseResult& r = *it->second;
       if (r.status != Status::deterministic)
         c.drifted.push_back(name + ": now " + to_string(r.status) + " (" + std::to_string(r.distinct) + " distinct digests in " +
                             std::to_string(r.trials) + " trials)");
-      else if (r.digest != bc.value("digest", ""))
-        c.drifted.push_back(name + ": digest " + bc.value("digest", "") + " -> " + r.digest);
+      else if (r.digest != bc.digest)
+        c.drifted.push_back(name + ": digest " + bc.digest + " -> " + r.digest);
     }
+  }
+  // Drift is a failure whatever else; otherwise a check that compared none of the catalogue's
+  // cases (the controls are in every store of a stack) proved nothing and must not pass.
+  if (c.drifted.empty() && checked_beyond_controls == 0) {
+    std::string pinned_stacks, store_stacks;
+    for (const auto& s : baseline.stacks) pinned_stacks += (pinned_stacks.empty() ? "" : ", ") + s.id.substr(0, 12);
+    for (const auto& s : data.stacks) store_stacks += (store_stacks.empty() ? "" : ", ") + s.label + " " + s.id.substr(0, 12);
+    fail_usage(source + ": nothing checked: none of the " + std::to_string(pinned) +
+               " cases it pins (d9m's controls aside) is in " + data.store_path +
+               " (pinned on stacks " + pinned_stacks + "; the store has " + (store_stacks.empty() ? "none" : store_stacks) +
+               "). Was it pinned from another catalogue or on another stack?");
   }
   return c;
 }

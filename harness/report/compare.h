@@ -30,12 +30,35 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double timing_
 std::string render_diff(const DiffReport& d, const std::string& a, const std::string& b);
 
 // Baselines: golden digests per stack and case ("d9m.baseline/1"), for the cases claimed
-// deterministic whose evidence agreed.
+// deterministic whose evidence agreed. A store with no such case beyond d9m's controls is a
+// usage error: its baseline could check nothing.
 nlohmann::json pin_baseline(const ReportData& data);
+
+// A baseline file as pin_baseline writes it, every field checked.
+struct PinnedCase {
+  std::string case_id, op, config, variant, input_digest, digest;
+  std::int64_t trials = 0;
+};
+struct BaselineStack {
+  std::string id, summary;
+  std::vector<PinnedCase> cases;
+};
+struct Baseline {
+  std::vector<BaselineStack> stacks;
+};
+// Parses and validates `text` from `source` (a file name, for messages). A usage error names the
+// place: LINE:COLUMN for JSON syntax, the field path for the rest
+// ("base.json: stacks[0].cases[3].digest: expected 32 lowercase hex digits, got 5"). A
+// baseline that pins no case at all is refused: it could never fail.
+Baseline parse_baseline(const std::string& text, const std::string& source);
+
 struct BaselineCheck {
   std::vector<std::string> drifted, missing, notes;
   std::int64_t checked = 0;
 };
-BaselineCheck check_baseline(const ReportData& data, const nlohmann::json& baseline, const std::string& source);
+// Checks the store's evidence against the baseline. A baseline of which no case is in the store
+// (d9m's controls aside) checks nothing, typically because it was pinned from another catalogue
+// or on another stack: a usage error naming both sides, never a pass.
+BaselineCheck check_baseline(const ReportData& data, const Baseline& baseline, const std::string& source);
 
 }  // namespace d9m

@@ -1,19 +1,29 @@
 #include "harness/store/sqlite.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace d9m::sql {
 
 namespace {
+// The errno of a failed call: SQLite's record of it where it keeps one, else errno as the call
+// left it. Measured with SQLite 3.40: a COMMIT whose WAL write failed with EFBIG (ulimit -f)
+// left sqlite3_system_errno at 0 and errno at EFBIG. Callers clear errno before the call, so a
+// value from an earlier, unrelated failure cannot leak in; and errno is read only for the codes
+// a failed system call gives, since SQLite probes files (a missing journal: ENOENT) as it works.
+int failed_errno(sqlite3* db, int rc, int errno_after_call) {
+  const int recorded = db ? sqlite3_system_errno(db) : 0;
+  const int primary = (db ? sqlite3_extended_errcode(db) : rc) & 0xff;
+  const bool os_failure = primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN || primary == SQLITE_FULL;
+  return recorded ? recorded : os_failure ? errno_after_call : 0;
+}
 // The operating system's reason for an I/O failure ("No space left on device", "File too
 // large"): SQLite's own message for those is only "disk I/O error".
-std::string os_reason(sqlite3* db) {
-  const int e = db ? sqlite3_system_errno(db) : 0;
-  return e ? std::string(" (") + std::strerror(e) + ")" : "";
-}
-[[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
+std::string os_reason(int err) { return err ? std::string(" (") + std::strerror(err) + ")" : ""; }
+[[noreturn]] void fail(sqlite3* db, int rc, const std::string& what, int errno_after_call = 0) {
+  const int err = failed_errno(db, rc, errno_after_call);
   throw Error(sqlite3_extended_errcode(db) ? sqlite3_extended_errcode(db) : rc,
-              what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + os_reason(db));
+              what + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + os_reason(err), err);
 }
 }  // namespace
 
@@ -43,11 +53,13 @@ Statement& Statement::bind_null(int i) {
 }
 
 bool Statement::step() {
+  errno = 0;
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
+  const int err = errno;
   sqlite3_reset(stmt_);
-  fail(db_, rc, "executing \"" + sql_ + "\"");
+  fail(db_, rc, "executing \"" + sql_ + "\"", err);
 }
 
 void Statement::run() {
@@ -69,11 +81,13 @@ std::string Statement::text(int col) const {
 
 void exec(sqlite3* db, const std::string& sql) {
   char* msg = nullptr;
+  errno = 0;
   const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
   if (rc != SQLITE_OK) {
+    const int err = failed_errno(db, rc, errno);
     std::string m = msg ? msg : sqlite3_errstr(rc);
     sqlite3_free(msg);
-    throw Error(sqlite3_extended_errcode(db), "executing \"" + sql.substr(0, 80) + "\": " + m + os_reason(db));
+    throw Error(sqlite3_extended_errcode(db), "executing \"" + sql.substr(0, 80) + "\": " + m + os_reason(err), err);
   }
 }
 

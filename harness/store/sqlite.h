@@ -11,8 +11,10 @@
 namespace d9m::sql {
 
 struct Error : std::runtime_error {
-  Error(int extended_code, const std::string& what) : std::runtime_error(what), code(extended_code) {}
-  int code;  // extended result code
+  Error(int extended_code, const std::string& what, int os_errno = 0)
+      : std::runtime_error(what), code(extended_code), system_errno(os_errno) {}
+  int code;          // extended result code
+  int system_errno;  // the failed system call's errno (sqlite3_system_errno), 0 when none
 };
 
 class Db;

@@ -3,6 +3,8 @@
 #pragma once
 #include <cudnn.h>
 
+#include <climits>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +32,16 @@ struct Error : std::runtime_error {
   } while (0)
 
 namespace d9m::cudnn {
+
+// cuDNN's legacy descriptors take int. The catalogue keeps every parameter and window within
+// 2^31-1 (kMaxIntegerParam in kernels/registry.h, kernels/common/window.h) and every tensor
+// within 2^30 elements, so a value past INT_MAX here is a config cuDNN cannot express: the case
+// is UNSUPPORTED, naming the value, and never runs on a wrapped, negative size.
+inline int descriptor_int(std::int64_t v) {
+  if (v < 0 || v > INT_MAX)
+    throw Unsupported("cuDNN's descriptors take int: a size, stride, dilation or padding of " + std::to_string(v) + " does not fit");
+  return static_cast<int>(v);
+}
 
 // A cuDNN object with its create/destroy pair; destroy never throws.
 template <class T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>

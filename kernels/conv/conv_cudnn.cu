@@ -76,7 +76,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
   auto st = std::make_shared<State>();
   st->algo = algo;
   D9M_CUDNN_CHECK(cudnnSetStream(st->handle.get(), static_cast<cudaStream_t>(exec.stream)));
-  const auto I = [](std::int64_t v) { return static_cast<int>(v); };
+  const auto I = cudnn::descriptor_int;
   D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->x_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, I(g.n), I(g.ci), I(g.y.in), I(g.x.in)));
   D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->dy_desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, I(g.n), I(g.co), I(g.y.out), I(g.x.out)));
   D9M_CUDNN_CHECK(cudnnSetFilter4dDescriptor(st->w_desc.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, I(g.co), I(g.ci), I(g.y.k), I(g.x.k)));

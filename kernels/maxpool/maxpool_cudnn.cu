@@ -22,7 +22,7 @@ Prepared prepare(cudnnPoolingMode_t mode, const Problem& p, const ExecContext& e
     throw Unsupported("asymmetric SAME padding: cuDNN pads both sides equally");
   auto st = std::make_shared<State>();
   D9M_CUDNN_CHECK(cudnnSetStream(st->handle.get(), static_cast<cudaStream_t>(exec.stream)));
-  const auto I = [](std::int64_t v) { return static_cast<int>(v); };
+  const auto I = cudnn::descriptor_int;
   D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->x_desc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, I(g.n), I(g.c), I(g.y.in), I(g.x.in)));
   D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->y_desc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, I(g.n), I(g.c), I(g.y.out), I(g.x.out)));
   D9M_CUDNN_CHECK(cudnnSetPooling2dDescriptor(st->pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, I(g.y.k), I(g.x.k),

@@ -76,9 +76,9 @@ TEST(Catalog, SemanticErrorsNameTheFieldPath) {
       {with_config(R"({"op": "nope", "name": "x", "params": {}})"), "configs[0].op: unknown op \"nope\""},
       {with_config(R"({"op": 3, "name": "x", "params": {}})"), "configs[0].op: expected a string, got an integer"},
       {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2}})"), "missing required parameter \"c\""},
-      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 0, "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31], got 0"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": 0, "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31-1], got 0"},
       {with_config("{" + ok + R"(, "params": {"n": 1, "h": -4, "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer"},
-      {with_config("{" + ok + R"(, "params": {"n": 1, "h": "2", "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31], got a string"},
+      {with_config("{" + ok + R"(, "params": {"n": 1, "h": "2", "w": 2, "c": 1}})"), "configs[0].params.h: expected an integer in [1, 2^31-1], got a string"},
       {with_config("{" + ok + R"(, "params": {"n": 1.5, "h": 2, "w": 2, "c": 1}})"), "configs[0].params.n: expected an integer"},
       {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1, "k": 1}})"), "configs[0].params.k: unknown parameter"},
       {with_config("{" + ok + R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "seed": -1})"), "configs[0].seed: expected a non-negative integer"},
@@ -87,7 +87,7 @@ TEST(Catalog, SemanticErrorsNameTheFieldPath) {
       {with_config(R"({"op": "maxpool2d_bwd", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"ksize_h":3,"ksize_w":1,"stride_h":1,"stride_w":1,"padding":"VALID"}})"), "configs[0].params.ksize_h: window of 3 exceeds"},
       {with_config(R"({"op": "maxpool2d_bwd", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"ksize_h":1,"ksize_w":1,"stride_h":1,"stride_w":1,"padding":"FULL"}})"), "configs[0].params.padding: expected one of \"VALID\", \"SAME\""},
       {with_config(R"({"op": "resize_bilinear", "name": "x", "params": {"n":1,"h":2,"w":2,"c":1,"out_h":4,"out_w":4,"align_corners":true}})"), "configs[0].params.half_pixel_centers"},
-      {with_config(R"({"op": "bias_add", "name": "x", "params": {"n":2147483648,"h":2147483648,"w":2,"c":1}})"), "configs[0].params.n: the sizes multiply beyond 2^62"},
+      {with_config(R"({"op": "bias_add", "name": "x", "params": {"n":2147483647,"h":2147483647,"w":2,"c":1}})"), "configs[0].params.n: the sizes multiply beyond 2^62"},
       {with_config(R"({"op": "bias_add", "name": "x", "params": {"n":1024,"h":1024,"w":1024,"c":4}})"), "configs[0].params: inputs and output would take"},
       {with_config("{" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}}, {)" + ok + R"(, "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[1].name: duplicate config name"},
       {with_config(R"({"op": "bias_add", "name": "a b", "params": {"n":1,"h":2,"w":2,"c":1}})"), "configs[0].name: expected 1 to 100 letters"},
@@ -98,6 +98,70 @@ TEST(Catalog, SemanticErrorsNameTheFieldPath) {
     EXPECT_NE(e.find("cat.json: "), std::string::npos) << e;
     EXPECT_NE(e.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << e;
   }
+}
+
+TEST(Catalog, ConfigNamesAreOnePathComponentNeverDotOrDotDot) {
+  // Config names are folder names under --save-outputs: "." put a config's files in its op's
+  // folder, ".." in the outputs folder itself, where two ops' configs overwrote each other.
+  for (const std::string name : {".", "..", ".hidden", "a/b", "../x", "a\\b"}) {
+    const std::string e = error_of(with_config(R"({"op": "bias_add", "name": )" + nlohmann::json(name).dump() +
+                                               R"(, "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"));
+    EXPECT_NE(e.find("configs[0].name: expected 1 to 100 letters, digits and _.+- only, not starting with '.', got " +
+                     nlohmann::json(name).dump()),
+              std::string::npos)
+        << e;
+  }
+  // Control characters are shown escaped, not written to the terminal as they are.
+  const std::string e = error_of(with_config(R"({"op": "bias_add", "name": "a\u001b[2Jb", "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"));
+  EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+  EXPECT_NE(e.find(R"(got "a\u001b[2Jb")"), std::string::npos) << e;
+  EXPECT_NO_THROW(parse_catalog(with_config(R"({"op": "bias_add", "name": "v1.2-a+b_c", "params": {"n": 1, "h": 2, "w": 2, "c": 1}})"),
+                                "cat.json", Registry::global()));
+}
+
+TEST(Catalog, DeepNestingIsAnErrorWithAPlaceNotAStackOverflow) {
+  // 100,000 levels in the free-form "description" parsed, then overflowed the stack when the
+  // catalogue's digest printed it (exit 139 from list and run).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string e = error_of(R"({"schema": "d9m.catalog/1", "description": )" + deep +
+                                 R"(, "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}]})");
+  // The root object is level 1, so the 64th '[' (column 43 + 64) is level 65.
+  EXPECT_EQ(e, "cat.json:1:107: nested more than 64 levels deep (arrays and objects)");
+  // Brackets in strings are text, and 64 levels are allowed.
+  const std::string ok = std::string(63, '[') + R"("[[[[{{{{")" + std::string(63, ']');
+  EXPECT_NO_THROW(parse_catalog(R"({"schema": "d9m.catalog/1", "description": )" + ok +
+                                    R"(, "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}]})",
+                                "cat.json", Registry::global()));
+  EXPECT_EQ(error_of("{\"a\":\n" + std::string(70, '{')).substr(0, 13), "cat.json:2:64");
+}
+
+TEST(Catalog, AFolderOrAnEndlessDeviceIsAUsageErrorNamingTheFile) {
+  auto load_error = [](const std::string& path) {
+    try {
+      load_catalog_file(path, Registry::global());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::usage);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(load_error("/"), "/: is a folder, not a catalogue file");
+  EXPECT_EQ(load_error("/dev/zero"), "/dev/zero: larger than the limit of 64 MiB for a catalogue (read stopped there)");
+  EXPECT_EQ(load_error("/nonexistent/cat.json"), "/nonexistent/cat.json: cannot read the catalogue (No such file or directory)");
+}
+
+TEST(Catalog, IntegersAndWindowsFitAnInt) {
+  // cuDNN's descriptors take int: 2^31 was accepted and wrapped to INT_MIN there.
+  const std::string conv = R"({"op": "conv2d_bwd_filter", "name": "x", "params": {"n": 1, "h": 4, "w": 4, "ci": 1, "co": 1, "kh": 1, "kw": 1, )";
+  EXPECT_NE(error_of(with_config(conv + R"("stride_h": 2147483648}})")).find("configs[0].params.stride_h: expected an integer in [1, 2^31-1], got 2147483648"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_config(conv + R"("dilation_w": 9223372036854775807}})")).find("configs[0].params.dilation_w: expected an integer in [1, 2^31-1]"),
+            std::string::npos);
+  EXPECT_NO_THROW(parse_catalog(with_config(conv + R"("stride_h": 2147483647}})"), "cat.json", Registry::global()));
+  // A window of (5 - 1) * 2^30 + 1 = 2^32 + 1 with SAME padding needs a padding of 2^31: refused.
+  const std::string wide = R"({"op": "conv2d_bwd_data", "name": "x", "params": {"n": 1, "h": 1, "w": 1, "ci": 1, "co": 1, "kh": 5, "kw": 1, "dilation_h": 1073741824}})";
+  const std::string e = error_of(with_config(wide));
+  EXPECT_NE(e.find("configs[0].params.kh: window of 4294967297 ((kh - 1) * dilation + 1) exceeds 2^31-1"), std::string::npos) << e;
 }
 
 TEST(Catalog, VariantsOfABackendNotBuiltAreAllowed) {

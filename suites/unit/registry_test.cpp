@@ -5,6 +5,7 @@
 #include <set>
 
 #include "harness/core/catalog.h"
+#include "harness/core/files.h"
 #include "kernels/registry.h"
 
 namespace d9m {
@@ -81,6 +82,15 @@ TEST(Registry, EveryVariantStatesItsClaimWithAReason) {
       EXPECT_EQ(v.claim.determinism, Determinism::deterministic) << v.op << "/" << v.name;
     }
   }
+}
+
+TEST(Registry, EveryNameThatBecomesAFileNameIsPathSafe) {
+  // --save-outputs writes <op>/<config>/inputs/<argument>.npy and <variant>.npy
+  // (harness/exec/saved_outputs.h): each must be one path component, never "." or "..".
+  for (const auto& op : Registry::global().ops()) EXPECT_TRUE(is_path_safe_name(op.name)) << op.name;
+  for (const auto& v : Registry::global().variants()) EXPECT_TRUE(is_path_safe_name(v.name)) << v.op << " " << v.name;
+  for (const auto& cc : default_catalog(Registry::global()).configs)
+    for (const auto& in : cc.problem.inputs) EXPECT_TRUE(is_path_safe_name(in.name)) << cc.op->name << " " << in.name;
 }
 
 }  // namespace

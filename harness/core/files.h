@@ -1,0 +1,51 @@
+// Files d9m reads as input (catalogues, baselines) and files it writes (reports, baselines,
+// attestations, saved inputs and outputs). Inputs are read with limits, so a hostile or mistaken
+// path (a folder, /dev/zero, a huge file) is a usage error and never a hang or a crash. Outputs
+// are written whole or not at all, through a temporary file that no one else can have planted.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace d9m {
+
+// The largest input file d9m reads: far above any real catalogue or baseline, far below memory.
+inline constexpr std::size_t kMaxInputBytes = std::size_t{64} << 20;
+
+// The whole of `path`; `what` names it in messages ("catalogue", "baseline"). A usage error
+// (exit 2) naming the file when it cannot be opened, is a folder, or holds more than
+// `max_bytes`: a regular file is measured before it is read, anything else (a pipe, a device)
+// is read up to the limit and no further.
+std::string read_input_file(const std::string& path, const std::string& what, std::size_t max_bytes = kMaxInputBytes);
+
+// Writes `text` to `path` whole: into a new temporary file in the same folder (created with
+// O_CREAT|O_EXCL|O_NOFOLLOW under a random name, so no planted file or symlink is ever opened),
+// flushed to disk, then renamed over `path`. A reader sees the old file or the new one, never
+// half of one. When `path` is a symlink, the link itself is replaced, not the file it points to.
+// Throws Error(environment) naming `path` when it cannot be written; the temporary is removed.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+// mkdir -p; throws Error(environment) naming the folder that could not be made.
+void make_dirs(const std::string& path);
+
+// Checks, before any work is done, that write_file_atomically(path, ...) can succeed: the
+// folder exists and accepts a new file, and `path` is not a folder. Throws Error(environment)
+// naming the place. Writes nothing that stays (the folder is probed with a temporary file).
+void check_output_file(const std::string& path);
+
+// Checks that `path`, if it exists, is not a folder (which no file could be renamed over).
+// Throws Error(environment) naming it.
+void check_not_a_folder(const std::string& path);
+
+// Checks that make_dirs(path) can succeed and that files can then be written in it: every
+// part of `path` that exists is a folder, and the deepest existing one accepts a new file.
+// Throws Error(environment) naming the place; creates nothing.
+void check_output_folder(const std::string& path);
+
+// Names that become one path component (config, op, variant and input names under
+// --save-outputs): 1 to kMaxNameLength of A-Z a-z 0-9 _ . + -, not starting with '.' (so never
+// "." or "..", nor a hidden file). Safe on every file system d9m runs on.
+inline constexpr std::size_t kMaxNameLength = 100;
+bool is_path_safe_name(std::string_view name);
+
+}  // namespace d9m

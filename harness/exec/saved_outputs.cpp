@@ -1,0 +1,67 @@
+#include "harness/exec/saved_outputs.h"
+
+#include <set>
+
+#include "harness/core/error.h"
+#include "harness/core/files.h"
+#include "harness/core/json_text.h"
+#include "harness/core/npy.h"
+
+namespace d9m {
+
+namespace {
+
+// A name from the registry or the catalogue that becomes a path component. The catalogue
+// refuses unsafe config names with a usage error; an unsafe name here is a bug in d9m.
+const std::string& component(const std::string& name, const char* what) {
+  if (!is_path_safe_name(name)) fail_internal(std::string(what) + " name \"" + name + "\" cannot be a file name under --save-outputs");
+  return name;
+}
+
+std::string config_folder(const std::string& root, const CatalogConfig& cc) {
+  return root + "/" + component(cc.op->name, "op") + "/" + component(cc.name, "config");
+}
+std::string input_file(const std::string& root, const CatalogConfig& cc, const TensorDesc& input) {
+  return config_folder(root, cc) + "/inputs/" + component(input.name, "input") + ".npy";
+}
+std::string output_file(const std::string& root, const CatalogConfig& cc, const VariantDef& v) {
+  return config_folder(root, cc) + "/" + component(v.name, "variant") + ".npy";
+}
+
+}  // namespace
+
+void check_saved_outputs(const std::string& root, const std::vector<PlannedCase>& cases) {
+  check_output_folder(root);
+  std::set<const CatalogConfig*> configs;
+  for (const auto& pc : cases) {
+    const CatalogConfig& cc = *pc.config;
+    if (configs.insert(&cc).second) {
+      check_output_folder(config_folder(root, cc) + "/inputs");  // and, on the way, the config's folder
+      check_not_a_folder(config_folder(root, cc) + "/config.json");
+      for (const auto& in : cc.problem.inputs) check_not_a_folder(input_file(root, cc, in));
+    }
+    check_not_a_folder(output_file(root, cc, *pc.variant));
+  }
+}
+
+void save_inputs(const std::string& root, const CatalogConfig& cc, const std::vector<HostTensor>& inputs,
+                 const std::string& input_digest) {
+  make_dirs(config_folder(root, cc) + "/inputs");
+  nlohmann::json in = nlohmann::json::array();
+  for (const auto& t : inputs) {
+    write_npy(input_file(root, cc, t.desc()), t.desc(), t.data());
+    in.push_back({{"name", t.desc().name}, {"dtype", dtype_name(t.desc().dtype)}, {"shape", t.desc().shape}});
+  }
+  const nlohmann::json j = {{"op", cc.op->name},   {"config", cc.name},        {"config_id", cc.config_id},
+                            {"params", cc.params_json}, {"seed", cc.seed},     {"input_digest", input_digest},
+                            {"inputs", in},
+                            {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
+                                        {"shape", cc.problem.output.shape}}}};
+  write_file_atomically(config_folder(root, cc) + "/config.json", json_text(j, 2) + "\n");
+}
+
+void save_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v, const void* data) {
+  write_npy(output_file(root, cc, v), cc.problem.output, data);
+}
+
+}  // namespace d9m

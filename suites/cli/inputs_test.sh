@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Hostile and mistaken inputs and output paths, end to end (issue 11): every one gets a clear
+# error with the exit code of DESIGN.md, and nothing is lost: no crash, no store created or
+# migrated for a run that cannot write its outputs, no file written through a planted symlink.
+# Usage: inputs_test.sh path/to/d9m
+set -u
+D9M=$(realpath "$1")
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+T=$(mktemp -d)
+trap 'chmod -R u+rwx "$T" 2> /dev/null; rm -rf "$T"' EXIT
+cd "$T" || exit 1
+failures=0
+passes=0
+
+# expect NAME RC PATTERN CMD...: runs CMD with its stdout and stderr in $T/said; it must exit RC
+# and say something matching PATTERN (grep -E; "" when it needs to say nothing).
+expect() {
+  local name=$1 rc=$2 pattern=$3
+  shift 3
+  "$@" > "$T/said" 2>&1
+  local got=$?
+  if [[ $got == "$rc" ]] && { [[ -z $pattern ]] || grep -qE -- "$pattern" "$T/said"; }; then
+    passes=$((passes + 1))
+  else
+    echo "FAIL: $name: exit $got (expected $rc and /$pattern/), it said:"
+    head -c 2000 "$T/said" | sed 's/^/    /'
+    failures=$((failures + 1))
+  fi
+}
+# holds NAME TEST...: a condition on what is on disk afterwards.
+holds() {
+  local name=$1
+  shift
+  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; failures=$((failures + 1)); fi
+}
+same() { [[ $(sha256sum < "$1") == $(sha256sum < "$2") ]]; }
+no_temporaries() { [[ -z $(find "$T" -name '.*.d9m-*') ]]; }
+
+ONE=(--backend cpu --op bias_add_grad --config nhwc_8x16x16x32 -n 2 -q)
+"$D9M" run "${ONE[@]}" --db a.sqlite 2> /dev/null || { echo "FAIL: cannot make the test store"; exit 1; }
+"$D9M" report --db a.sqlite --format json -o a.json || exit 1
+echo precious > victim.orig
+cp victim.orig victim
+
+# --- 12: outputs never follow a planted temporary name --------------------------------------
+# d9m once wrote "<out>.tmp" and renamed it: a symlink planted there sent the output into any file.
+plant() { rm -f "$1.tmp"; ln -s "$T/victim" "$1.tmp"; }
+plant r.md; expect "report -o, planted .tmp" 0 "" "$D9M" report --db a.sqlite -o r.md
+plant b.json; expect "baseline pin -o, planted .tmp" 0 "" "$D9M" baseline pin --db a.sqlite -o b.json
+plant d.md; expect "diff -o, planted .tmp" 0 "" "$D9M" diff a.sqlite a.sqlite -o d.md
+plant att.json; expect "attest -o, planted .tmp" 0 "" "$D9M" attest --db a.sqlite --report a.json -o att.json
+base=so/bias_add_grad/nhwc_8x16x16x32
+mkdir -p "$base/inputs"
+for f in "$base/config.json" "$base/inputs/out_backprop.npy" "$base/cpu.serial.npy"; do plant "$f"; done
+expect "run --save-outputs, planted .tmp" 0 "cases into" "$D9M" run "${ONE[@]}" --db a.sqlite --save-outputs so
+holds "no output went through a planted symlink" same victim victim.orig
+holds "the outputs are files of their own" test -s r.md -a ! -L r.md -a -s b.json -a -s d.md -a -s att.json -a -s "$base/cpu.serial.npy"
+holds "the planted links are left as they were" test "$(readlink r.md.tmp)" = "$T/victim"
+holds "no temporary left behind" no_temporaries
+# -o naming a symlink replaces the link, not the file it points to.
+cp victim.orig victim
+ln -s "$T/victim" link.md
+expect "report -o a symlink" 0 "" "$D9M" report --db a.sqlite -o link.md
+holds "the symlink's target is untouched" same victim victim.orig
+holds "the link became the report" test -f link.md -a ! -L link.md
+
+# --- 9: a --save-outputs that cannot be written is refused before the store is touched ------
+# It used to exit 3 only after the store was created, or migrated with a backup left beside it.
+cp "$SRC/suites/store/v1-store.sqlite" old.sqlite
+cp old.sqlite old.orig
+touch afile
+expect "save-outputs under a file, new store" 3 "afile/x: cannot create folder: .*afile is a file, not a folder" \
+  "$D9M" run "${ONE[@]}" --db new.sqlite --save-outputs afile/x
+holds "no store was created" test ! -e new.sqlite -a ! -e new.sqlite-wal
+expect "save-outputs under a file, schema-1 store" 3 "afile/x: cannot create folder" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs afile/x
+holds "the old store is unchanged" same old.sqlite old.orig
+holds "no migration backup" test -z "$(ls old.sqlite.* 2> /dev/null)"
+mkdir -p deep/bias_add_grad/nhwc_8x16x16x32/cpu.ordered.npy
+expect "save-outputs where a variant's .npy is a folder" 3 "cpu.ordered.npy: is a folder, not a file to write" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs deep
+mkdir -p deep2/unsorted_segment_sum && touch deep2/unsorted_segment_sum/_canary
+expect "save-outputs where a control's folder is a file" 3 "_canary is a file, not a folder" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs deep2
+expect "save-outputs in /proc" 3 "/proc/d9m-out: cannot write in folder /proc" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs /proc/d9m-out
+holds "the old store is still unchanged" same old.sqlite old.orig
+holds "still no migration backup" test -z "$(ls old.sqlite.* 2> /dev/null)"
+if [[ $(id -u) != 0 ]]; then  # root writes into a read-only folder anyway
+  mkdir ro && chmod 555 ro
+  expect "save-outputs in a read-only folder" 3 "cannot write in folder ro" "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs ro/x
+  holds "the old store is unchanged by a read-only folder" same old.sqlite old.orig
+fi
+
+# -o is checked before a verb does its work.
+mkdir adir
+expect "report -o a folder" 3 "adir: is a folder, not a file to write" "$D9M" report --db a.sqlite -o adir
+expect "baseline pin -o in a missing folder" 3 "nodir/b.json: cannot write: folder nodir \(No such file" \
+  "$D9M" baseline pin --db a.sqlite -o nodir/b.json
+
+# --- 13: config names are one path component: "." and ".." are refused -----------------------
+# With --save-outputs, "." wrote a config's files into its op's folder, ".." into the outputs
+# folder itself, where the configs of two ops overwrote each other.
+cfg() { printf '{"op": "%s", "name": "%s", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}' "$@"; }
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add ..), $(cfg bias_add_grad ..)]}" > dots.json
+expect "config name .." 2 'dots.json: configs\[0\]\.name: .*not starting with .\.., got "\.\."' \
+  "$D9M" run --catalog dots.json --backend cpu -n 2 -q --db dots.sqlite --save-outputs dots
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add .)]}" > dot.json
+expect "config name ." 2 'dot.json: configs\[0\]\.name: .*got "\."' "$D9M" list --catalog dot.json
+holds "nothing written for bad names" test ! -e dots.sqlite -a ! -e dots
+
+# --- 14: catalogues read with limits: depth, size, file type ---------------------------------
+python3 -c "
+import sys
+deep = '[' * 100000 + ']' * 100000
+sys.stdout.write('{\"schema\": \"d9m.catalog/1\", \"description\": ' + deep + ', \"configs\": [$(cfg bias_add x)]}')" > deep.json
+expect "list, 100,000 levels deep" 2 "deep.json:1:107: nested more than 64 levels deep" "$D9M" list --catalog deep.json
+expect "run, 100,000 levels deep" 2 "deep.json:1:107: nested more than 64 levels deep" \
+  "$D9M" run --catalog deep.json --backend cpu -n 2 --db deep.sqlite
+expect "/dev/zero as a catalogue" 2 "/dev/zero: larger than the limit of 64 MiB for a catalogue" \
+  timeout 60 "$D9M" run --catalog /dev/zero --backend cpu -n 2 --db deep.sqlite
+expect "a folder as a catalogue" 2 "adir: is a folder, not a catalogue file" "$D9M" list --catalog adir
+head -c $((64 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' > huge.json
+expect "a catalogue over 64 MiB" 2 "huge.json: 67108865 bytes, larger than the limit of 64 MiB for a catalogue" \
+  "$D9M" list --catalog huge.json
+rm huge.json
+holds "no store for a bad catalogue" test ! -e deep.sqlite
+echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add piped)]}" > piped.json
+expect "a catalogue through a pipe" 0 "configs: piped" "$D9M" list --catalog <(cat piped.json)
+
+# --- 15: a baseline that is malformed or checks nothing fails ---------------------------------
+"$D9M" baseline pin --db a.sqlite -o base.json || exit 1
+python3 -c "
+import json
+b = json.load(open('base.json'))
+def edited(name, f):
+    c = json.loads(json.dumps(b)); f(c); json.dump(c, open(name, 'w'))
+edited('numeric.json', lambda c: c['stacks'][0]['cases'][0].update(digest=5))
+edited('nostacks.json', lambda c: c.update(stacks=[]))
+edited('nocases.json', lambda c: c['stacks'][0].update(cases=[]))
+edited('othercat.json', lambda c: [x.update(case_id='%064x' % i) for i, x in enumerate(c['stacks'][0]['cases']) if not x['config'].startswith('_')])
+edited('malformed.json', lambda c: c.update(stacks=[1, 2]))"
+expect "baseline, numeric digest" 2 "numeric.json: stacks\[0\]\.cases\[0\]\.digest: expected 32 lowercase hex digits, got an integer" \
+  "$D9M" baseline check --db a.sqlite numeric.json
+expect "baseline with no stacks" 2 "nostacks.json: stacks: the baseline pins no case" "$D9M" baseline check --db a.sqlite nostacks.json
+expect "baseline with no cases" 2 "nocases.json: stacks: the baseline pins no case" "$D9M" baseline check --db a.sqlite nocases.json
+expect "baseline of another catalogue" 2 "othercat.json: nothing checked: none of the [0-9]+ cases it pins" \
+  "$D9M" baseline check --db a.sqlite othercat.json
+expect "malformed baseline" 2 "malformed.json: stacks\[0\]: expected an object, got an integer" "$D9M" baseline check --db a.sqlite malformed.json
+expect "a folder as a baseline" 2 "adir: is a folder, not a baseline file" "$D9M" baseline check --db a.sqlite adir
+expect "/dev/zero as a baseline" 2 "/dev/zero: larger than the limit of 64 MiB for a baseline" timeout 60 "$D9M" baseline check --db a.sqlite /dev/zero
+OMP_NUM_THREADS=3 "$D9M" run "${ONE[@]}" --db other-stack.sqlite 2> /dev/null  # another stack: an env var in the fingerprint
+expect "baseline of another stack" 2 "base.json: nothing checked: .*pinned on stacks [0-9a-f]{12}; the store has S1 [0-9a-f]{12}" \
+  "$D9M" baseline check --db other-stack.sqlite base.json
+expect "the baseline checks its own store" 0 " 0 drifted" "$D9M" baseline check --db a.sqlite base.json
+"$D9M" run --backend cpu --op bias_add_grad --variant cpu.atomic -n 2 -q --db atomic.sqlite 2> /dev/null
+expect "pin with nothing to pin" 2 "atomic.sqlite: no case claimed deterministic gave one digest" \
+  "$D9M" baseline pin --db atomic.sqlite -o empty.json
+holds "no baseline written when there is nothing to pin" test ! -e empty.json
+
+# --- 16: integers, tolerances, a full disk --------------------------------------------------
+# cuDNN's descriptors take int: 2^31 was accepted and wrapped there.
+printf '{"schema": "d9m.catalog/1", "configs": [{"op": "conv2d_bwd_filter", "name": "x", "params": {"n": 1, "h": 4, "w": 4, "ci": 1, "co": 1, "kh": 1, "kw": 1, "stride_h": 2147483648}}]}' > int.json
+expect "an integer of 2^31" 2 "int.json: configs\[0\]\.params\.stride_h: expected an integer in \[1, 2\^31-1\], got 2147483648" \
+  "$D9M" list --catalog int.json
+for tol in nan -1 inf; do
+  expect "--timing-tolerance $tol" 2 "--timing-tolerance must be a finite number of at least 0.*got $tol" \
+    "$D9M" diff a.sqlite a.sqlite --timing-tolerance=$tol
+done
+# A full disk says so (it said "disk I/O error"). A file size limit stands in everywhere; a small
+# tmpfs, where this machine lets us mount one in a private mount namespace, is the real thing.
+expect "a file size limit" 3 "cannot store case .*: cannot be written: the file reached the largest size allowed to this process \(File too large; see ulimit -f\)" \
+  bash -c 'ulimit -f 200; exec "$0" run --backend cpu -n 50 --threads 1 -q --db limited.sqlite' "$D9M"
+mkdir full
+unshare=(unshare -m)
+[[ $(id -u) == 0 ]] || unshare=(unshare -rm)
+if "${unshare[@]}" mount -t tmpfs -o size=8k tmpfs full 2> /dev/null; then
+  for size in 8k 40k 140k 400k; do  # out of space while creating the store, and while storing cases
+    expect "a full disk ($size)" 3 ": cannot (create the store|store case .*): cannot be written: the disk is full \(No space left on device\)" \
+      "${unshare[@]}" bash -c "mount -t tmpfs -o size=$size tmpfs full && exec '$D9M' run --backend cpu -n 50 --threads 1 -q --db full/d9m.sqlite"
+  done
+else
+  echo "note: no tmpfs can be mounted here; a full disk is checked through the file size limit only"
+fi
+
+echo "$passes passed, $failures failed"
+[[ $failures == 0 ]]
