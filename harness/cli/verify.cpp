@@ -1,5 +1,6 @@
 // d9m verify: the integrity of a store (SQLite's checks, content-addressed keys, every run's
-// hash chain, the manifest), or of an attestation (its signature, then its subjects). Exit 1 on any fault.
+// hash chain, the manifest), or of an attestation (its signature, then its subjects). Exit 1 on
+// any fault; a malformed attestation is bad input (exit 2).
 #include <cstdio>
 #include <memory>
 
@@ -21,7 +22,7 @@ int verify_attestation_file(const VerifyArgs& a) {
   const AttestationCheck c = verify_attestation(a.attestation, a.pubkey, "");
   for (const auto& p : c.problems) std::printf("FAULT: %s\n", p.c_str());
   std::printf("%s: %s (result %s)\n", a.attestation.c_str(), c.problems.empty() ? "OK, signature and subjects verify" : "INVALID",
-              c.statement.contains("predicate") ? c.statement["predicate"].value("result", "?").c_str() : "?");
+              c.result.c_str());
   return c.problems.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 

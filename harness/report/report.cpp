@@ -172,6 +172,8 @@ std::string report_header(const ReportData& data) {
   o << "# trials per case: " << join_num(data.trials_per_case) << "   threads: " << join_num(data.threads)
     << "   d9m versions: " << join(data.d9m_versions, ", ") << "\n";
   o << "# catalogue sha256: " << join(data.catalog_digests, ", ") << "\n";
+  o << "# evidence sha256: " << data.evidence.digest << "   manifest heads: "
+    << (data.evidence.manifest_heads.empty() ? "none (a store older than schema 3)" : join(data.evidence.manifest_heads, ", ")) << "\n";
   if (n_min >= 2)
     o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
       << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << fmt("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))
@@ -483,6 +485,7 @@ std::string render_json(const ReportData& data) {
                        {"generator", {{"name", "d9m"}, {"version", d9m_version()}, {"commit", d9m_commit()}}},
                        {"generated_at", data.generated_at},
                        {"store", data.store_path},
+                       {"evidence", {{"sha256", data.evidence.digest}, {"manifest_heads", data.evidence.manifest_heads}}},
                        {"runs", data.runs},
                        {"interrupted_runs", data.interrupted_runs},
                        {"trials_per_case", data.trials_per_case},

@@ -48,6 +48,7 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
   sqlite3* db = store.db();
   const std::string run_filter = run_id ? " WHERE r.id = ?1" : "";
   try {
+    d.evidence = evidence_of(db);
     {
       sql::Statement s(db,
                        "SELECT r.fingerprint_id, f.canonical, r.host, r.state, r.catalog_digest, r.d9m_version,"
