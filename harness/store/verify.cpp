@@ -18,6 +18,29 @@ void check_sqlite(sqlite3* db, VerifyReport& v) {
   while (fk.step()) v.problems.push_back("foreign key: a row of " + fk.text(0) + " refers to a missing row of " + fk.text(2));
 }
 
+// Every value of the type its column declares. d9m's readers convert what they read to that
+// type, so a value of another type (2.25 in an INTEGER column, read as 2) would be an edit that
+// neither the chains nor any report could see.
+void check_storage_types(sqlite3* db, VerifyReport& v) {
+  static const std::map<std::string, std::string> kStored = {{"INTEGER", "integer"}, {"TEXT", "text"}, {"REAL", "real"}};
+  for (const char* table : {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"}) {
+    std::vector<std::pair<std::string, std::string>> columns;
+    {
+      sql::Statement c(db, "SELECT name, upper(type) FROM pragma_table_info(?)");
+      c.bind(1, std::string(table));
+      while (c.step())
+        if (kStored.count(c.text(1))) columns.emplace_back(c.text(0), c.text(1));
+    }
+    for (const auto& [name, type] : columns) {
+      sql::Statement n(db, "SELECT count(*) FROM \"" + std::string(table) + "\" WHERE typeof(\"" + name + "\") NOT IN ('" +
+                               kStored.at(type) + "', 'null')");
+      if (n.step() && n.integer(0) > 0)
+        v.problems.push_back(std::string(table) + "." + name + ": " + std::to_string(n.integer(0)) + " row(s) hold a value that is not " +
+                             type + " (an edit d9m's readers would not see)");
+    }
+  }
+}
+
 // Content-addressed rows must match their keys, and every one must be used: d9m writes a
 // fingerprint only with its run and a case only with its case row, so an unused one is what a
 // deleted run leaves behind, or an inserted row.
@@ -252,6 +275,7 @@ VerifyReport verify_store(const Store& store) {
   sqlite3* db = store.db();
   try {
     check_sqlite(db, v);
+    check_storage_types(db, v);
     check_content_addressed(db, v);
     const std::vector<RunFacts> runs = read_run_facts(db);
     v.runs = static_cast<std::int64_t>(runs.size());

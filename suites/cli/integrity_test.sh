@@ -62,7 +62,8 @@ OMP_NUM_THREADS=3 "$D9M" run "${SMALL[@]}" --db a.sqlite 2> /dev/null || fail "r
 FIRST=$(value a.sqlite "select id from runs order by started_at, rowid limit 1")
 SECOND=$(value a.sqlite "select id from runs where id != '$FIRST'")
 
-# --- the auditor: every row of every table edited (each column), deleted, and forged --------
+# --- the auditor: every row of every table edited (each column, in value and in type), deleted,
+# and forged ------------------------------------------------------------------------------------
 # (a store of one case and 2 trials, so that every row can be tried; manifest_origin's id only
 # names where this file appends next and holds no evidence: docs/ATTESTATION.md)
 "$D9M" run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 --variant cpu.serial -n 2 -q --no-canaries --db tiny.sqlite 2> /dev/null
@@ -88,7 +89,11 @@ for t in tables:
         edits = [] if t == "manifest_origin" else [
             f"UPDATE {t} SET {c} = " + ("1" if v is None else f"{c} + 1000" if isinstance(v, int) else f"{c} + 0.5" if isinstance(v, float) else f"{c} || 'x'") + f" WHERE {where}"
             for c, v in zip(cols, row)]
-        for s in edits + [f"DELETE FROM {t} WHERE {where}"]:
+        # the same value as d9m reads it, stored as another type (2.25 reads as 2, a BLOB as its text)
+        retypes = [] if t == "manifest_origin" else [
+            f"UPDATE {t} SET {c} = " + (f"{c} + 0.25" if isinstance(v, int) else f"CAST({c} AS BLOB)") + f" WHERE {where}"
+            for c, v in zip(cols, row) if isinstance(v, (int, str))]
+        for s in edits + retypes + [f"DELETE FROM {t} WHERE {where}"]:
             tried += 1
             if verify(s) != 1: missed.append(s)
 forged = ["INSERT INTO fingerprints VALUES ('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', '{}')",
@@ -102,7 +107,7 @@ for s in forged:
     if verify(s) != 1: missed.append(s)
 print(f"auditor: {tried} tamperings tried, {len(missed)} missed")
 for m in missed: print("  missed:", m)
-sys.exit(1 if missed or tried < 150 else 0)
+sys.exit(1 if missed or tried < 300 else 0)
 PY
 check "auditor: every edit, deletion and forged row is caught" 0 $?
 

@@ -118,6 +118,15 @@ class IntegrityTest : public ::testing::Test {
     return out;
   }
 
+  // typeof() of one column of one row of `pristine` (written to `p`).
+  static std::string type_of(const std::string& p, const std::string& pristine, const std::string& table, const std::string& col,
+                             const std::string& where) {
+    write(p, pristine);
+    const Store s = Store::open(p, Store::Mode::read_only);
+    sql::Statement t(s.db(), "SELECT typeof(" + col + ") FROM " + table + " WHERE " + where);
+    return t.step() ? t.text(0) : "";
+  }
+
   std::string run_a_, run_b_;
   fs::path dir_;
 };
@@ -159,11 +168,21 @@ TEST_F(IntegrityTest, EveryEditOfEveryColumnOfEveryRowOfEveryTableIsCaught) {
         if (table == "manifest_origin") continue;
         const std::string edit = "UPDATE " + table + " SET " + col + " = CASE typeof(" + col + ") WHEN 'integer' THEN " + col +
                                  " + 1000 WHEN 'real' THEN " + col + " + 0.5 WHEN 'text' THEN " + col + " || 'x' ELSE 1 END WHERE " + where;
-        if (problems_after(p, pristine, edit).empty()) missed.push_back(edit);
-        ++checked;
+        // The same value as d9m reads it, stored as another type (2.25 is read as 2, a BLOB as
+        // its text): invisible to every reader, so it must be caught as a type.
+        const std::string retype = "UPDATE " + table + " SET " + col + " = CASE typeof(" + col + ") WHEN 'integer' THEN " + col +
+                                   " + 0.25 WHEN 'text' THEN CAST(" + col + " AS BLOB) ELSE " + col + " END WHERE " + where;
+        for (const auto& e : {edit, retype}) {
+          if (e == retype) {
+            const std::string type = type_of(p, pristine, table, col, where);
+            if (type != "integer" && type != "text") continue;  // NULL stays NULL, REAL stays REAL
+          }
+          if (problems_after(p, pristine, e).empty()) missed.push_back(e);
+          ++checked;
+        }
       }
   EXPECT_TRUE(missed.empty()) << "verify missed " << missed.size() << " of " << checked << " edits:" << joined(missed);
-  EXPECT_GT(checked, 300);
+  EXPECT_GT(checked, 550);
 }
 
 TEST_F(IntegrityTest, EveryDeletedRowOfEveryTableIsCaught) {
