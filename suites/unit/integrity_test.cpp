@@ -16,6 +16,7 @@
 #include "harness/core/error.h"
 #include "harness/store/manifest.h"
 #include "harness/store/merge.h"
+#include "harness/store/snapshot.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
@@ -395,6 +396,31 @@ TEST_F(IntegrityTest, MergedStoresKeepEveryOriginsManifestAndRecordOlderRunsOnce
   sql::Statement origins(s.db(), "SELECT count(DISTINCT origin) FROM manifest");
   origins.step();
   EXPECT_EQ(origins.integer(0), 2) << "a's own chain, and the merged store's (which recorded the schema-1 run)";
+}
+
+// What attest and report --audit hash: a store whose log is empty, and whose file no checkpoint
+// may change while they hold the snapshot; a store with a pending log is refused.
+TEST_F(IntegrityTest, ASingleFileSnapshotKeepsTheFileAsReadersSeeIt) {
+  const std::string p = make_store("s.sqlite");
+  const std::string before = contents(p);
+  {
+    const Store s = Store::open(p, Store::Mode::read_only);
+    const SingleFileSnapshot snapshot(s, "attested");
+    sqlite3* w = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &w), SQLITE_OK);
+    sql::exec(w, "UPDATE runs SET host = host || 'x'; PRAGMA wal_checkpoint(TRUNCATE);");
+    EXPECT_EQ(contents(p), before) << "a checkpoint wrote into the file under the snapshot";
+    sqlite3_close(w);  // leaves the change in the log: the reader holds it
+  }
+  ASSERT_GT(fs::file_size(p + "-wal"), 0u);
+  const Store s = Store::open(p, Store::Mode::read_only);
+  try {
+    const SingleFileSnapshot snapshot(s, "attested");
+    ADD_FAILURE() << "a store with a pending log was taken as one file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::environment);
+    EXPECT_NE(std::string(e.what()).find("has a write-ahead log"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
