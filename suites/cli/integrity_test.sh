@@ -194,13 +194,14 @@ for bad in '[]' '{"payloadType": 1}' '{"payloadType": "application/vnd.in-toto+j
            '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": "x"}' \
            '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": [{"sig": 5}]}' \
            '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": [{"sig": "e30=", "keyid": []}]}' \
-           '{"payloadType": "application/vnd.in-toto+json", "payload": "not base64!"}' '{"a": ' ''; do
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "not base64!"}' '{"a": ' '' '{"payloadType": 1e999999}'; do
   n=$((n + 1)); printf '%s' "$bad" > bad$n.att
   timeout 20 "$D9M" verify --attestation bad$n.att --pubkey pub.pem > out 2> err; check "item 8: malformed envelope $n ($bad)" 2 $? err "bad$n.att: "
 done
 for stmt in '[]' '{"_type": "https://in-toto.io/Statement/v1", "subject": 3}' \
             '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "a.sqlite", "digest": {"sha256": 5}}]}' \
-            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": 1}], "predicate": {"result": 2}}' 'not json'; do
+            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": 1}], "predicate": {"result": 2}}' 'not json' \
+            '{"_type": "https://in-toto.io/Statement/v1", "n": 1e999999}'; do
   n=$((n + 1)); sign bad$n.att "$stmt"
   timeout 20 "$D9M" verify --attestation bad$n.att --pubkey pub.pem > out 2> err; check "item 8: signed malformed statement ($stmt)" 2 $? err "bad$n.att: "
 done
