@@ -85,7 +85,7 @@ CREATE TABLE manifest (
 ) WITHOUT ROWID;
 CREATE INDEX manifest_by_origin ON manifest(origin, seq);
 CREATE TABLE manifest_origin (
-  id      TEXT PRIMARY KEY    -- this file's own chain: random 128-bit hex; merge never copies it
+  id      TEXT PRIMARY KEY    -- this file's own chain: random 128-bit hex; merge keeps OUT's, never an input's
 );
 -- end of schema 3 (integrity) -------------------------------------------------------------------
 -- One row per case and stack, all runs together: the numbers every report starts from.
