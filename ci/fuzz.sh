@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang, replays every input that once crashed them
-# (suites/fuzz/regressions: a regression fails), then fuzzes each target for a short budget
-# (seconds per target in $1 or D9M_FUZZ_SECONDS, default 30). New findings are saved to
-# build/fuzz/crashes/ and reported; they fail the script only with D9M_FUZZ_STRICT=1, so that a
-# random discovery does not block unrelated work (add the input to suites/fuzz/regressions/ with
-# its fix). Longer by hand: build/fuzz/suites/fuzz/fuzz_store -max_total_time=3600 build/fuzz/corpus/store
+# Builds the libFuzzer targets (catalogue, store, attestation, merge) with clang, replays every
+# input that once crashed them (suites/fuzz/regressions: a regression fails), then fuzzes each
+# target for a short budget (seconds per target in $1 or D9M_FUZZ_SECONDS, default 30). New
+# findings are saved to build/fuzz/crashes/ and reported; they fail the script only with
+# D9M_FUZZ_STRICT=1, so that a random discovery does not block unrelated work (add the input to
+# suites/fuzz/regressions/ with its fix). Longer by hand: build/fuzz/suites/fuzz/fuzz_store -max_total_time=3600 build/fuzz/corpus/store
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   > /dev/null
-cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store fuzz_baseline d9m > build/fuzz.log 2>&1 ||
+cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge d9m > build/fuzz.log 2>&1 ||
   { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
-mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store build/fuzz/corpus/baseline
+mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store build/fuzz/corpus/baseline build/fuzz/corpus/attest build/fuzz/corpus/merge
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
 cp suites/fuzz/corpus/baseline/* build/fuzz/corpus/baseline/
 cp suites/store/v1-store.sqlite build/fuzz/corpus/store/schema1.sqlite  # the migration path
@@ -25,12 +25,27 @@ if [[ ! -s $seed ]]; then
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$seed"
   rm -f "$seed"-wal "$seed"-shm
 fi
+cp "$seed" suites/store/v1-store.sqlite build/fuzz/corpus/merge/  # merge: a real store and the schema-1 fixture
+# attest: a real envelope of the seed store, and its statement (the payload the target signs)
+if [[ ! -s build/fuzz/corpus/attest/envelope.json ]]; then
+  openssl genpkey -algorithm ed25519 -out build/fuzz/seed-key.pem 2> /dev/null
+  build/fuzz/harness/d9m report --db "$seed" --format json -o build/fuzz/seed-report.json
+  build/fuzz/harness/d9m attest --db "$seed" --report build/fuzz/seed-report.json --key build/fuzz/seed-key.pem \
+    -o build/fuzz/corpus/attest/envelope.json
+  python3 -c "import json,base64,sys; sys.stdout.buffer.write(base64.b64decode(json.load(open(sys.argv[1]))['payload']))" \
+    build/fuzz/corpus/attest/envelope.json > build/fuzz/corpus/attest/statement.json
+fi
 found=0
-for t in fuzz_catalog fuzz_store fuzz_baseline; do
+for t in fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge; do
   kind=${t#fuzz_}
-  echo "== $t: replaying suites/fuzz/regressions/$kind"
-  build/fuzz/suites/fuzz/$t suites/fuzz/regressions/$kind/* > build/fuzz/replay.log 2>&1 ||
-    { cat build/fuzz/replay.log; echo "REGRESSION: $t crashes again on a fixed input"; exit 1; }
+  shopt -s nullglob
+  regressions=(suites/fuzz/regressions/$kind/*)
+  shopt -u nullglob
+  echo "== $t: replaying ${#regressions[@]} input(s) of suites/fuzz/regressions/$kind"
+  if ((${#regressions[@]})); then
+    build/fuzz/suites/fuzz/$t "${regressions[@]}" > build/fuzz/replay.log 2>&1 ||
+      { cat build/fuzz/replay.log; echo "REGRESSION: $t crashes again on a fixed input"; exit 1; }
+  fi
   echo "== $t: ${seconds}s of fuzzing"
   set +o pipefail
   ASAN_OPTIONS=detect_leaks=1 build/fuzz/suites/fuzz/$t -max_total_time="$seconds" -max_len=65536 \

@@ -4,14 +4,22 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
-#include <sstream>
 
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/core/fingerprint.h"
 #include "harness/report/model.h"
+#include "harness/store/snapshot.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 
@@ -35,9 +43,11 @@ std::optional<std::string> unbase64(const std::string& in) {
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
                                 static_cast<int>(in.size()));
   if (n < 0) return std::nullopt;
-  std::size_t len = static_cast<std::size_t>(n);
-  for (std::size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) --len;  // EVP_DecodeBlock counts padding
-  out.resize(len);
+  // EVP_DecodeBlock counts the padding as bytes: at most two '=' close a base64 text.
+  std::size_t padding = 0;
+  for (std::size_t i = in.size(); i > 0 && in[i - 1] == '='; --i) ++padding;
+  if (padding > 2 || padding > static_cast<std::size_t>(n)) return std::nullopt;
+  out.resize(static_cast<std::size_t>(n) - padding);
   return out;
 }
 
@@ -68,10 +78,82 @@ std::string key_id(EVP_PKEY* k) {
   return id;
 }
 
-std::string file_sha256_or_fail(const std::string& path) {
-  const std::string h = sha256_file(path);
-  if (h.empty()) fail_usage(path + ": cannot read");
-  return h;
+// A file as attest and verify read it: opened without blocking (a FIFO must not hang us), and
+// only when it is a regular file: a device (/dev/zero) or a FIFO would never end. False, and
+// `why`, when it is not.
+struct RegularFile {
+  int fd = -1;
+  std::int64_t size = 0;
+  ~RegularFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+bool open_regular(const std::string& path, RegularFile& f, std::string& why) {
+  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (f.fd < 0) {
+    why = std::string("cannot read it (") + std::strerror(errno) + ")";
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file (a device, FIFO or folder): not read";
+    return false;
+  }
+  f.size = st.st_size;
+  return true;
+}
+
+// A regular file read whole, at most `limit` bytes; Error(usage) otherwise.
+std::string read_regular(const std::string& path, std::int64_t limit, const std::string& what) {
+  RegularFile f;
+  std::string why;
+  if (!open_regular(path, f, why)) fail_usage(path + ": " + what + ": " + why);
+  if (f.size > limit)
+    fail_usage(path + ": " + what + " of " + std::to_string(f.size) + " bytes, more than the " + std::to_string(limit) + " allowed");
+  std::string text;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(f.fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) fail_usage(path + ": cannot read " + what + " (" + std::strerror(errno) + ")");
+    text.append(buf, static_cast<std::size_t>(n));
+    if (static_cast<std::int64_t>(text.size()) > limit) fail_usage(path + ": " + what + " grew past " + std::to_string(limit) + " bytes");
+  }
+  return text;
+}
+
+// SHA-256 of a regular file, streamed; nullopt and `why` when it is not one or cannot be read.
+// The hash reads the file through the descriptor that was checked (Linux: /proc/self/fd), so
+// what is hashed is what was found regular.
+std::optional<std::string> regular_file_sha256(const std::string& path, std::string& why) {
+  RegularFile f;
+  if (!open_regular(path, f, why)) return std::nullopt;
+  const std::string sha = sha256_file("/proc/self/fd/" + std::to_string(f.fd));
+  if (sha.empty()) {
+    why = "cannot read it";
+    return std::nullopt;
+  }
+  return sha;
+}
+
+// A non-empty SQLite write-ahead log beside `path` (by the name given, or, as SQLite names it,
+// beside the file a symlink leads to): readers of a store see it together with the file, so the
+// file's hash alone would not cover what they read.
+std::optional<std::string> nonempty_wal(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  const std::string resolved = real ? real : path;
+  std::free(real);
+  for (const std::string& wal : {path + "-wal", resolved + "-wal"}) {
+    struct stat st {};
+    if (::stat(wal.c_str(), &st) == 0 && st.st_size > 0) return wal;
+  }
+  return std::nullopt;
+}
+
+bool is_sha256_hex(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string first_problems(const std::vector<std::string>& problems) {
+  return problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : "");
 }
 
 }  // namespace
@@ -80,7 +162,7 @@ std::string dsse_pae(const std::string& type, const std::string& body) {
   return "DSSEv1 " + std::to_string(type.size()) + " " + type + " " + std::to_string(body.size()) + " " + body;
 }
 
-json make_statement(const ReportData& data, const std::string& report_path, const std::string& store_path) {
+json make_statement(const ReportData& data, const std::vector<Subject>& subjects) {
   // The verdict of `d9m report` on the same store (report/model.h): a case fails with any of its
   // failures; one with evidence and none passed.
   const Verdict v = verdict_of(data);
@@ -96,9 +178,14 @@ json make_statement(const ReportData& data, const std::string& report_path, cons
     configuration.push_back({{"name", "fingerprint " + s.label}, {"digest", {{"sha256", s.id}}}, {"content", s.fingerprint}});
   for (const auto& r : data.run_rows)
     configuration.push_back({{"name", "run " + r.id}, {"digest", {{"sha256", r.chain_root}}}, {"annotations", {{"chain_root", r.chain_root}, {"host", r.host}}}});
+  // Anchors outside the store: with these, events cut off the end of the store's manifest (and
+  // the runs they name) show against the signed statement.
+  configuration.push_back({{"name", "evidence"}, {"digest", {{"sha256", data.evidence.digest}}}});
+  for (const auto& h : data.evidence.manifest_heads) configuration.push_back({{"name", "manifest head"}, {"digest", {{"sha256", h}}}});
+  json subject = json::array();
+  for (const auto& s : subjects) subject.push_back({{"name", s.name}, {"digest", {{"sha256", s.sha256}}}});
   return {{"_type", "https://in-toto.io/Statement/v1"},
-          {"subject", json::array({{{"name", report_path}, {"digest", {{"sha256", file_sha256_or_fail(report_path)}}}},
-                                   {{"name", store_path}, {"digest", {{"sha256", file_sha256_or_fail(store_path)}}}}})},
+          {"subject", subject},
           {"predicateType", "https://in-toto.io/attestation/test-result/v0.1"},
           {"predicate",
            {{"result", v.held() ? "PASSED" : "FAILED"},
@@ -106,6 +193,55 @@ json make_statement(const ReportData& data, const std::string& report_path, cons
             {"passedTests", passed},
             {"failedTests", failed},
             {"warnedTests", json::array()}}}};
+}
+
+std::optional<std::string> report_evidence(const std::string& text, const std::string& report_path) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("schema") && j["schema"].is_string() && j["schema"].get<std::string>().rfind("d9m.report/", 0) == 0) {
+    if (j.contains("evidence") && j["evidence"].is_object() && j["evidence"].contains("sha256") && j["evidence"]["sha256"].is_string())
+      return j["evidence"]["sha256"].get<std::string>();
+    return std::nullopt;
+  }
+  // Markdown and HTML: "evidence sha256: <hex>"; JUnit: name="evidence sha256" value="<hex>".
+  std::optional<std::string> found;
+  const std::string marker = "evidence sha256";
+  for (std::size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
+    std::size_t at = p + marker.size();
+    for (const std::string sep : {": ", "\" value=\""})
+      if (text.compare(at, sep.size(), sep) == 0) {
+        at += sep.size();
+        break;
+      }
+    const std::string hex = text.substr(at, 64);
+    if (!is_sha256_hex(hex)) continue;
+    if (found && *found != hex) fail_usage(report_path + ": names two different evidence digests (" + *found + ", " + hex + ")");
+    found = hex;
+  }
+  return found;
+}
+
+json attest_store(const Store& store, const std::string& report_path) {
+  const SingleFileSnapshot snapshot(store, "attested");
+  const VerifyReport v = verify_store(store);
+  if (!v.problems.empty())
+    fail_store_fault(store.path() + ": does not verify, so it is not attested: " + first_problems(v.problems) + ". `d9m verify --db " +
+                     store.path() + "` lists every fault");
+  const std::string report = read_regular(report_path, kMaxReportBytes, "the report");
+  if (report.rfind("stack,fingerprint,", 0) == 0)
+    fail_usage(report_path + ": a CSV report names no evidence digest, so nothing binds it to its store: attest a JSON, "
+               "Markdown, HTML or JUnit report");
+  const auto named = report_evidence(report, report_path);
+  if (!named)
+    fail_usage(report_path + ": names no evidence digest (not a d9m report, or rendered before reports named one): render it again with "
+               "`d9m report --db " + store.path() + "`");
+  if (*named != v.evidence.digest)
+    fail_usage(report_path + ": was rendered from another store, or from " + store.path() + " before it changed (the report's evidence "
+               "sha256 " + *named + ", the store's " + v.evidence.digest + "): render it again from " + store.path());
+  std::string why;
+  const auto store_sha = regular_file_sha256(store.path(), why);
+  if (!store_sha) fail_environment(store.path() + ": " + why);
+  const ReportData data = load_report_data(store);
+  return make_statement(data, {{report_path, sha256_hex(report)}, {store.path(), *store_sha}});
 }
 
 json make_envelope(const json& statement, const std::optional<std::string>& private_key_pem) {
@@ -132,48 +268,105 @@ json make_envelope(const json& statement, const std::optional<std::string>& priv
   return {{"payloadType", kPayloadType}, {"payload", base64(payload)}, {"signatures", sigs}};
 }
 
-AttestationCheck verify_attestation(const std::string& envelope_path, const std::string& public_key_pem, const std::string& base_dir) {
-  AttestationCheck c;
-  std::ifstream in(envelope_path);
-  if (!in) fail_usage(envelope_path + ": cannot read the attestation");
+namespace {
+
+struct Envelope {
+  std::string payload;
+  std::vector<std::string> signatures;
+};
+
+// The envelope's shape, checked before anything in it is used: Error(usage) naming the field.
+Envelope parse_envelope(const std::string& text, const std::string& path) {
   json env;
   try {
-    env = json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail_usage(envelope_path + ": not JSON: " + e.what());
+    env = json::parse(text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large (found by fuzz_attest)
+    fail_usage(path + ": not JSON: " + e.what());
   }
-  if (!env.is_object() || env.value("payloadType", "") != kPayloadType || !env.contains("payload") || !env["payload"].is_string())
-    fail_usage(envelope_path + ": not a DSSE envelope of an in-toto statement");
+  if (!env.is_object()) fail_usage(path + ": not a DSSE envelope (not a JSON object)");
+  if (!env.contains("payloadType") || !env["payloadType"].is_string() || env["payloadType"].get<std::string>() != kPayloadType)
+    fail_usage(path + ": payloadType: expected \"" + std::string(kPayloadType) + "\" (a DSSE envelope of an in-toto statement)");
+  if (!env.contains("payload") || !env["payload"].is_string()) fail_usage(path + ": payload: expected a base64 string");
   const auto payload = unbase64(env["payload"].get<std::string>());
-  if (!payload) fail_usage(envelope_path + ": the payload is not base64");
-  Pkey key = read_key(public_key_pem, false);
-  const std::string pae = dsse_pae(kPayloadType, *payload);
-  for (const auto& s : env.value("signatures", json::array())) {
-    const auto sig = unbase64(s.value("sig", ""));
-    if (!sig) continue;
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    const bool ok = EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, key.get()) == 1 &&
-                    EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig->data()), sig->size(),
-                                     reinterpret_cast<const unsigned char*>(pae.data()), pae.size()) == 1;
-    EVP_MD_CTX_free(ctx);
-    c.signature_ok |= ok;
+  if (!payload) fail_usage(path + ": payload: not base64");
+  Envelope e{*payload, {}};
+  if (!env.contains("signatures") || !env["signatures"].is_array()) fail_usage(path + ": signatures: expected an array");
+  for (std::size_t i = 0; i < env["signatures"].size(); ++i) {
+    const json& s = env["signatures"][i];
+    const std::string where = path + ": signatures[" + std::to_string(i) + "]";
+    if (!s.is_object() || !s.contains("sig") || !s["sig"].is_string()) fail_usage(where + ": expected an object with a string \"sig\"");
+    if (s.contains("keyid") && !s["keyid"].is_string()) fail_usage(where + ".keyid: expected a string");
+    const auto sig = unbase64(s["sig"].get<std::string>());
+    if (!sig) fail_usage(where + ".sig: not base64");
+    e.signatures.push_back(*sig);
   }
-  if (!c.signature_ok) c.problems.push_back("no signature verifies with " + public_key_pem);
-  try {
-    c.statement = json::parse(*payload);
-  } catch (const json::parse_error&) {
-    c.problems.push_back("the payload is not JSON");
+  return e;
+}
+
+bool verifies(EVP_PKEY* key, const std::string& sig, const std::string& message) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  return ctx && EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key) == 1 &&
+         EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+                          reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+}
+
+// The statement's subjects, with their types checked (the statement is signed, but a signer's
+// mistake is still bad input, not a crash).
+std::vector<Subject> parse_subjects(const json& st, const std::string& path) {
+  if (!st.is_object()) fail_usage(path + ": the signed payload is not a JSON object");
+  if (!st.contains("_type") || st["_type"] != "https://in-toto.io/Statement/v1")
+    fail_usage(path + ": the signed payload is not an in-toto Statement v1 (_type)");
+  if (!st.contains("subject") || !st["subject"].is_array() || st["subject"].empty())
+    fail_usage(path + ": the statement's subject: expected a non-empty array");
+  std::vector<Subject> out;
+  for (std::size_t i = 0; i < st["subject"].size(); ++i) {
+    const json& s = st["subject"][i];
+    const std::string where = path + ": subject[" + std::to_string(i) + "]";
+    if (!s.is_object() || !s.contains("name") || !s["name"].is_string() || s["name"].get<std::string>().empty())
+      fail_usage(where + ": expected an object with a non-empty string \"name\"");
+    if (!s.contains("digest") || !s["digest"].is_object() || !s["digest"].contains("sha256") || !s["digest"]["sha256"].is_string() ||
+        !is_sha256_hex(s["digest"]["sha256"].get<std::string>()))
+      fail_usage(where + ".digest.sha256: expected 64 lowercase hex digits");
+    out.push_back({s["name"].get<std::string>(), s["digest"]["sha256"].get<std::string>()});
+  }
+  return out;
+}
+
+std::string result_of(const json& st) {
+  if (st.contains("predicate") && st["predicate"].is_object() && st["predicate"].contains("result") && st["predicate"]["result"].is_string())
+    return st["predicate"]["result"].get<std::string>();
+  return "?";
+}
+
+}  // namespace
+
+AttestationCheck verify_attestation(const std::string& envelope_path, const std::string& public_key_pem, const std::string& base_dir) {
+  AttestationCheck c;
+  const Envelope env = parse_envelope(read_regular(envelope_path, kMaxEnvelopeBytes, "the attestation"), envelope_path);
+  Pkey key = read_key(public_key_pem, false);
+  const std::string pae = dsse_pae(kPayloadType, env.payload);
+  for (const auto& sig : env.signatures) c.signature_ok |= verifies(key.get(), sig, pae);
+  // Nothing the statement says is acted on before the signature holds: an unsigned or forged
+  // envelope could name any file (a device that never ends, a FIFO that blocks).
+  if (!c.signature_ok) {
+    c.problems.push_back("no signature verifies with " + public_key_pem + " (the statement and its subjects were not read)");
     return c;
   }
-  if (c.statement.value("_type", "") != "https://in-toto.io/Statement/v1")
-    c.problems.push_back("the payload is not an in-toto Statement v1");
-  for (const auto& s : c.statement.value("subject", json::array())) {
-    std::string name = s.value("name", "");
-    const std::string path = (!name.empty() && name[0] == '/') || base_dir.empty() ? name : base_dir + "/" + name;
-    const std::string want = s.contains("digest") ? s["digest"].value("sha256", "") : "";
-    const std::string got = sha256_file(path);
-    if (got.empty()) c.problems.push_back("subject " + name + ": cannot read " + path);
-    else if (got != want) c.problems.push_back("subject " + name + ": SHA-256 " + got + " does not match the attested " + want);
+  try {
+    c.statement = json::parse(env.payload);
+  } catch (const json::exception& e) {
+    fail_usage(envelope_path + ": the signed payload is not JSON: " + e.what());
+  }
+  c.result = result_of(c.statement);
+  for (const auto& s : parse_subjects(c.statement, envelope_path)) {
+    const std::string path = s.name[0] == '/' || base_dir.empty() ? s.name : base_dir + "/" + s.name;
+    std::string why;
+    const auto got = regular_file_sha256(path, why);
+    if (!got) c.problems.push_back("subject " + s.name + ": " + why);
+    else if (*got != s.sha256) c.problems.push_back("subject " + s.name + ": SHA-256 " + *got + " does not match the attested " + s.sha256);
+    else if (const auto wal = nonempty_wal(path))
+      c.problems.push_back("subject " + s.name + ": a write-ahead log lies beside it (" + *wal + "), so readers of it see more than "
+                           "the attested file");
   }
   return c;
 }

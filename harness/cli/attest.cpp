@@ -1,5 +1,6 @@
 // d9m attest: an in-toto statement of a report and its store, in a DSSE envelope signed with
-// Ed25519 (docs/ATTESTATION.md).
+// Ed25519 (docs/ATTESTATION.md), made only for a single-file store that verifies and a report
+// rendered from it as it is.
 #include <memory>
 #include <optional>
 
@@ -19,7 +20,7 @@ struct AttestArgs {
 int attest(const AttestArgs& a) {
   check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
-  const nlohmann::json statement = make_statement(load_report_data(store), a.report, a.db);
+  const nlohmann::json statement = attest_store(store, a.report);
   write_output(a.output, json_text(make_envelope(statement, a.key.empty() ? std::nullopt : std::optional(a.key)), 2) + "\n");
   return 0;
 }

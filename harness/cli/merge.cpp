@@ -15,8 +15,11 @@ struct MergeArgs {
 
 int merge(const MergeArgs& a) {
   const MergeSummary m = merge_stores(a.output, a.inputs);
-  std::printf("%s: %lld rows added, %lld already present\n", a.output.c_str(), static_cast<long long>(m.added),
+  std::printf("%s: %lld rows added, %lld already present", a.output.c_str(), static_cast<long long>(m.added),
               static_cast<long long>(m.present));
+  if (m.advanced) std::printf(", %lld run(s) advanced to a later state", static_cast<long long>(m.advanced));
+  if (m.adopted) std::printf(", %lld run(s) of stores without a manifest recorded in its manifest", static_cast<long long>(m.adopted));
+  std::printf("\n");
   return 0;
 }
 

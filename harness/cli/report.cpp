@@ -7,6 +7,7 @@
 #include "harness/core/error.h"
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
+#include "harness/store/snapshot.h"
 #include "harness/store/store.h"
 
 namespace d9m::cli {
@@ -21,6 +22,9 @@ struct ReportArgs {
 int report(const ReportArgs& a) {
   check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
+  // The audit report quotes the store file's SHA-256: only of a file that holds everything.
+  std::optional<SingleFileSnapshot> snapshot;
+  if (a.audit) snapshot.emplace(store, "audited");
   ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
   select_stacks(data, a.stacks);

@@ -1,5 +1,6 @@
 // d9m verify: the integrity of a store (SQLite's checks, content-addressed keys, every run's
-// hash chain), or of an attestation (its signature, then its subjects). Exit 1 on any fault.
+// hash chain, the manifest), or of an attestation (its signature, then its subjects). Exit 1 on
+// any fault; a malformed attestation is bad input (exit 2).
 #include <cstdio>
 #include <memory>
 
@@ -21,7 +22,7 @@ int verify_attestation_file(const VerifyArgs& a) {
   const AttestationCheck c = verify_attestation(a.attestation, a.pubkey, "");
   for (const auto& p : c.problems) std::printf("FAULT: %s\n", p.c_str());
   std::printf("%s: %s (result %s)\n", a.attestation.c_str(), c.problems.empty() ? "OK, signature and subjects verify" : "INVALID",
-              c.statement.contains("predicate") ? c.statement["predicate"].value("result", "?").c_str() : "?");
+              c.result.c_str());
   return c.problems.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 
@@ -31,7 +32,9 @@ int verify(const VerifyArgs& a) {
   const VerifyReport v = verify_store(store);
   for (const auto& n : v.notes) std::printf("note: %s\n", n.c_str());
   for (const auto& r : v.chain_roots) std::printf("chain root: %s\n", r.c_str());
+  for (const auto& h : v.evidence.manifest_heads) std::printf("manifest head: %s\n", h.c_str());
   for (const auto& p : v.problems) std::printf("FAULT: %s\n", p.c_str());
+  if (v.problems.empty()) std::printf("evidence sha256: %s\n", v.evidence.digest.c_str());
   std::printf("%s: %s (%lld runs, %lld cases, %lld trials checked)\n", a.db.c_str(), v.problems.empty() ? "OK" : "FAULTS FOUND",
               static_cast<long long>(v.runs), static_cast<long long>(v.cases), static_cast<long long>(v.trials));
   return v.problems.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);

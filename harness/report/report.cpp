@@ -22,6 +22,9 @@ std::string report_header(const ReportData& data) {
   o << "# trials per case: " << format::join_numbers(data.trials_per_case) << "   threads: " << format::join_numbers(data.threads)
     << "   d9m versions: " << format::join(data.d9m_versions, ", ") << "\n";
   o << "# catalogue sha256: " << format::join(data.catalog_digests, ", ") << "\n";
+  o << "# evidence sha256: " << data.evidence.digest << "   manifest heads: "
+    << (data.evidence.manifest_heads.empty() ? "none (a store older than schema 3)" : format::join(data.evidence.manifest_heads, ", "))
+    << "\n";
   if (n_min >= 2)
     o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
       << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << format::num("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))

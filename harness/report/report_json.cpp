@@ -106,6 +106,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
                        {"interrupted_runs", data.interrupted_runs},
                        {"trials_per_case", data.trials_per_case},
                        {"catalog_digests", data.catalog_digests},
+                       {"evidence", {{"sha256", data.evidence.digest}, {"manifest_heads", data.evidence.manifest_heads}}},
                        {"stacks", stacks},
                        {"results", results},
                        {"table", rows},

@@ -84,6 +84,7 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
     property(body, "      ", "fingerprint", s.id);
     property(body, "      ", "stack", s.summary());
     property(body, "      ", "runs", std::to_string(s.runs));
+    property(body, "      ", "evidence sha256", data.evidence.digest);
     body << "    </properties>\n" << cases.str() << "  </testsuite>\n";
     all_tests += tests;
     all_failures += failures;

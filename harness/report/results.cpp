@@ -80,6 +80,7 @@ class Loader {
 
   ReportData load() {
     try {
+      d_.evidence = evidence_of(db_);
       load_runs();
       load_case_rows();
       load_trials();

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/store/manifest.h"
 #include "harness/store/store.h"
 #include "kernels/registry.h"
 
@@ -64,6 +65,7 @@ struct ReportData {
   std::vector<std::string> catalog_digests, d9m_versions;
   std::vector<std::int64_t> trials_per_case, threads;
   std::int64_t runs = 0, interrupted_runs = 0;
+  Evidence evidence;  // of the whole store: what binds a rendered report to it (d9m attest)
 
   const StackInfo& stack(const std::string& id) const;
 };

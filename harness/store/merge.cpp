@@ -1,25 +1,42 @@
 #include "harness/store/merge.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "harness/core/error.h"
+#include "harness/store/manifest.h"
+#include "harness/store/run_lease.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 
 namespace {
 
-// Parents before children, for the foreign keys.
-const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trials"};
+// Parents before children, for the foreign keys; the manifest last, so that a run merged from a
+// store without one can be recorded once its rows are in.
+const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest"};
+
+// The columns of a run that change after it begins; its other columns are fixed for good.
+const std::set<std::string> kRunClosingColumns = {"state", "finished_at", "chain_root", "resumes"};
 
 struct Columns {
   std::vector<std::string> all, key;
   std::vector<std::string> from_src;  // per column of `all`: how to read it from src (s.<name>, or its default)
 };
+
+bool src_has_table(sqlite3* db, const std::string& table) {
+  sql::Statement s(db, "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = ?");
+  s.bind(1, table);
+  return s.step();
+}
 
 // The destination's columns, and how to read each from the attached source. A source of an
 // older schema lacks the columns later schemas added; those read as their declared defaults,
@@ -71,32 +88,73 @@ std::string file_uri(const std::string& path) {
   return out + "?mode=ro";
 }
 
-void merge_one(sqlite3* db, const std::string& input, MergeSummary& sum) {
+// A row of src whose key exists in main with other content in `compared` columns.
+void refuse_conflicts(sqlite3* db, const std::string& input, const std::string& table, const Columns& c,
+                      const std::set<std::string>& ignored) {
+  std::vector<std::string> src_cols, main_cols;
+  for (std::size_t i = 0; i < c.all.size(); ++i)
+    if (!ignored.count(c.all[i])) {
+      src_cols.push_back(c.from_src[i]);
+      main_cols.push_back("m." + c.all[i]);
+    }
+  std::string on;
+  for (const auto& k : c.key) on += std::string(on.empty() ? "" : " AND ") + "m." + k + " = s." + k;
+  sql::Statement conflict(db, "SELECT " + join(c.key, "s.", ", ") + " FROM src." + table + " s JOIN main." + table + " m ON " + on +
+                                  " WHERE (" + join(src_cols, "", ", ") + ") IS NOT (" + join(main_cols, "", ", ") + ") LIMIT 1");
+  if (!conflict.step()) return;
+  std::string key;
+  for (std::size_t i = 0; i < c.key.size(); ++i) key += (i ? ", " : "") + c.key[i] + "=" + conflict.text(static_cast<int>(i));
+  fail_usage(input + ": conflicts with what is already merged: table " + table + ", row (" + key +
+             ") exists with other content. Stores of the same run must not disagree; nothing was written");
+}
+
+// A run's version as merge orders them: (resumes, case rows, state rank, finished_at, root).
+std::string run_rank(const std::string& alias, const std::string& schema, const std::string& resumes) {
+  return "(" + resumes + ", (SELECT count(*) FROM " + schema + ".case_runs c WHERE c.run_id = " + alias +
+         ".id), CASE " + alias + ".state WHEN 'running' THEN 0 WHEN 'interrupted' THEN 1 ELSE 2 END, coalesce(" + alias +
+         ".finished_at, ''), coalesce(" + alias + ".chain_root, ''))";
+}
+
+// The closing columns of runs src holds in a more advanced version than main. Runs only move
+// forward (running, then interrupted or complete; resumed: again, one resumption further), so
+// the most advanced version of a run is the one whose rows include every other version's.
+std::int64_t advance_runs(sqlite3* db, const Columns& c) {
+  std::string resumes = "0";
+  for (std::size_t i = 0; i < c.all.size(); ++i)
+    if (c.all[i] == "resumes") resumes = c.from_src[i];
+  sql::exec(db, "UPDATE main.runs AS m SET state = s.state, finished_at = s.finished_at, chain_root = s.chain_root, resumes = " +
+                    resumes + " FROM src.runs AS s WHERE m.id = s.id AND " + run_rank("s", "src", resumes) + " > " +
+                    run_rank("m", "main", "m.resumes"));
+  return sqlite3_changes(db);
+}
+
+void merge_table(sqlite3* db, const std::string& input, const std::string& table, MergeSummary& sum) {
+  const Columns c = columns_of(db, table);
+  const bool runs = table == "runs";
+  refuse_conflicts(db, input, table, c, runs ? kRunClosingColumns : std::set<std::string>{});
+  if (runs) sum.advanced += advance_runs(db, c);
+  sql::Statement count(db, "SELECT count(*) FROM src." + table);
+  count.step();
+  const std::int64_t rows = count.integer(0);
+  sql::exec(db, "INSERT OR IGNORE INTO main." + table + " (" + join(c.all, "", ", ") + ") SELECT " + join(c.from_src, "", ", ") +
+                    " FROM src." + table + " s");
+  const std::int64_t added = sqlite3_changes(db);
+  sum.added += added;
+  sum.present += rows - added;
+}
+
+// `as_output`: the store being merged into, whose own manifest chain the result continues.
+void merge_one(sqlite3* db, const std::string& input, bool as_output, MergeSummary& sum) {
   sql::Statement(db, "ATTACH DATABASE ? AS src").bind(1, file_uri(input)).run();
   try {
     sql::Transaction tx(db);
-    for (const char* table : kTables) {
-      const Columns c = columns_of(db, table);
-      std::string on;
-      for (const auto& k : c.key) on += std::string(on.empty() ? "" : " AND ") + "m." + k + " = s." + k;
-      sql::Statement conflict(db, "SELECT " + join(c.key, "s.", ", ") + " FROM src." + table + " s JOIN main." + table +
-                                      " m ON " + on + " WHERE (" + join(c.from_src, "", ", ") + ") IS NOT (" +
-                                      join(c.all, "m.", ", ") + ") LIMIT 1");
-      if (conflict.step()) {
-        std::string key;
-        for (int i = 0; i < static_cast<int>(c.key.size()); ++i) key += (i ? ", " : "") + c.key[static_cast<std::size_t>(i)] + "=" + conflict.text(i);
-        fail_usage(input + ": conflicts with what is already merged: table " + table + ", row (" + key +
-                   ") exists with other content. Stores of the same run must not disagree; nothing was written");
-      }
-      sql::Statement count(db, "SELECT count(*) FROM src." + std::string(table));
-      count.step();
-      const std::int64_t rows = count.integer(0);
-      sql::exec(db, "INSERT OR IGNORE INTO main." + std::string(table) + " (" + join(c.all, "", ", ") + ") SELECT " +
-                        join(c.from_src, "", ", ") + " FROM src." + table + " s");
-      const std::int64_t added = sqlite3_changes(db);
-      sum.added += added;
-      sum.present += rows - added;
-    }
+    for (const char* table : kTables)
+      if (src_has_table(db, table)) merge_table(db, input, table, sum);
+    if (as_output && src_has_table(db, "manifest_origin"))
+      sql::exec(db, "DELETE FROM main.manifest_origin; INSERT INTO main.manifest_origin SELECT id FROM src.manifest_origin");
+    // Runs of a store older than the manifest are recorded as they came, so that the result
+    // verifies and from now on shows their deletion.
+    if (!src_has_table(db, "manifest")) sum.adopted += manifest::adopt_unrecorded_runs(db);
     tx.commit();
   } catch (...) {
     sqlite3_exec(db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
@@ -105,49 +163,125 @@ void merge_one(sqlite3* db, const std::string& input, MergeSummary& sum) {
   sql::exec(db, "DETACH DATABASE src");
 }
 
+std::string first_problems(const VerifyReport& v) {
+  std::string out = v.problems.front();
+  if (v.problems.size() > 1) out += " (and " + std::to_string(v.problems.size() - 1) + " more)";
+  return out;
+}
+
+// Every store merge reads must verify: a tampered input would pass its faults on (and a merged
+// store that verifies would launder them). Returns the store's evidence digest.
+std::string verified(const std::string& path) {
+  const Store s = Store::open(path, Store::Mode::read_only);
+  const VerifyReport v = verify_store(s);
+  if (!v.problems.empty())
+    fail_store_fault(path + ": does not verify, so it is not merged: " + first_problems(v) + ". `d9m verify --db " + path +
+                     "` lists every fault; nothing was written");
+  return v.evidence.digest;
+}
+
+void refuse_live_runs(sqlite3* db, const std::string& lease_key, const std::string& out) {
+  sql::Statement running(db, "SELECT id FROM runs WHERE state = 'running'");
+  while (running.step())
+    if (RunLease::taken(lease_key, running.text(0)))
+      fail_environment(out + ": run " + running.text(0) + " is still writing into it; merge into it once it has ended");
+}
+
+// `out` as `d9m run --db` writes it: a symlink's final target (a rename over the link would
+// replace the link, and the store would fork).
+std::string real_output(const std::string& out) {
+  char* real = ::realpath(out.c_str(), nullptr);
+  const std::string target = real ? real : out;
+  std::free(real);
+  return target;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto p = path.find_last_of('/');
+  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
+}
+
+struct Connection {
+  sqlite3* db = nullptr;
+  ~Connection() { sqlite3_close(db); }
+};
+
+// Replaces the existing `target` with `tmp`. Under the store's write lock (no writer can add to
+// it meanwhile), with its write-ahead log folded in and empty (a stale log must never meet the
+// new file), and only when it still holds exactly what was merged from it.
+void replace_output(const std::string& tmp, const std::string& target, const std::string& out, const std::string& merged_evidence) {
+  Connection c;
+  if (sqlite3_open_v2(target.c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
+    fail_environment(out + ": cannot open it to put the merged store in place: " + sqlite3_errmsg(c.db) + "; nothing was written");
+  sqlite3_extended_result_codes(c.db, 1);
+  sqlite3_busy_timeout(c.db, 60'000);
+  sql::exec(c.db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  sql::Transaction lock(c.db);
+  struct stat st {};
+  const char* wal = sqlite3_filename_wal(sqlite3_db_filename(c.db, "main"));
+  if (wal && ::stat(wal, &st) == 0 && st.st_size > 0)
+    fail_environment(out + ": its write-ahead log cannot be folded in now (a reader is using it); nothing was written: merge again");
+  if (evidence_of(c.db).digest != merged_evidence)
+    fail_environment(out + ": it changed while merging (a run wrote into it); nothing was written: merge again");
+  refuse_live_runs(c.db, target, out);
+  if (std::rename(tmp.c_str(), target.c_str()) != 0)
+    fail_environment(out + ": cannot move the merged store into place (" + std::strerror(errno) + "); nothing was written");
+}
+
+void place_output(const std::string& tmp, const std::string& target, const std::string& out,
+                  const std::optional<std::string>& merged_evidence) {
+  if (merged_evidence) return replace_output(tmp, target, out, *merged_evidence);
+  // A new output: link() never replaces a store another process created meanwhile.
+  if (::link(tmp.c_str(), target.c_str()) != 0)
+    fail_environment(out + (errno == EEXIST ? ": it was created while merging; nothing was written: merge again"
+                                            : ": cannot put the merged store in place (" + std::string(std::strerror(errno)) + ")"));
+}
+
 }  // namespace
 
 MergeSummary merge_stores(const std::string& out, const std::vector<std::string>& inputs) {
   if (inputs.empty()) fail_usage("merge needs at least one input store");
-  for (const auto& in : inputs) Store::open(in, Store::Mode::read_only);  // refuses anything that is not a d9m store
-  const bool out_existed = exists(out);
+  for (const auto& in : inputs) verified(in);
+  const std::string target = real_output(out);
+  const bool out_existed = exists(target);
+  std::optional<std::string> out_evidence;
   if (out_existed) {
-    // Fold the WAL into the file, so the copy below sees everything and no stale WAL survives
-    // the rename.
-    Store s = Store::open(out, Store::Mode::read_write);
-    // The merged store replaces OUT by a rename: a run still writing into OUT would go on writing
-    // into the replaced file and its rows would be lost.
-    sql::Statement running(s.db(), "SELECT id FROM runs WHERE state = 'running'");
-    while (running.step())
-      if (s.run_alive(running.text(0)))
-        fail_environment(out + ": run " + running.text(0) + " is still writing into it; merge into it once it has ended");
-    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+    out_evidence = verified(target);
+    // The merged store replaces OUT: a run still writing into OUT would go on writing into the
+    // replaced file and its rows would be lost.
+    const Store s = Store::open(target, Store::Mode::read_only);
+    refuse_live_runs(s.db(), target, out);
+  } else if (!exists(parent_dir(target))) {
+    fail_environment(out + ": cannot write the merged store: folder " + parent_dir(target) + " does not exist");
   }
-  const std::string tmp = out + ".merging-" + random_run_id().substr(0, 12);
+  const std::string tmp = target + ".merging-" + random_run_id().substr(0, 12);
   auto cleanup = [&] {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((tmp + suffix).c_str());
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", "-runlease"}) std::remove((tmp + suffix).c_str());
   };
   MergeSummary sum;
   try {
-    Store dst = Store::open(tmp, Store::Mode::read_write);
-    if (out_existed) merge_one(dst.db(), out, sum);
-    MergeSummary from_out = sum;
-    for (const auto& in : inputs) merge_one(dst.db(), in, sum);
-    sum.present -= from_out.present;
-    sum.added -= from_out.added;
-    sql::exec(dst.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+    {
+      Store dst = Store::open(tmp, Store::Mode::read_write);
+      if (out_existed) merge_one(dst.db(), target, true, sum);
+      const MergeSummary from_out = sum;
+      for (const auto& in : inputs) merge_one(dst.db(), in, false, sum);
+      sum.present -= from_out.present;
+      sum.added -= from_out.added;
+      sum.advanced -= from_out.advanced;
+      const VerifyReport v = verify_store(dst);
+      if (!v.problems.empty())
+        fail_usage(out + ": the inputs do not combine into a store that verifies (a run continued differently in two copies of "
+                   "a store?): " + first_problems(v) + "; nothing was written");
+      sql::exec(dst.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+    }  // closed: its write-ahead log is folded in and removed
+    place_output(tmp, target, out, out_evidence);
   } catch (const sql::Error& e) {
     cleanup();
-    fail_environment(out + ": merge failed: " + e.what());
+    fail_environment(out + ": merge failed: " + e.what() + "; nothing was written");
   } catch (...) {
     cleanup();
     throw;
   }
-  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
-    cleanup();
-    fail_environment(out + ": cannot move the merged store into place");
-  }
-  for (const char* suffix : {"-wal", "-shm"}) std::remove((out + suffix).c_str());
   cleanup();
   return sum;
 }

@@ -19,6 +19,7 @@
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/store/manifest.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
@@ -100,8 +101,34 @@ std::string describe_sqlite_failure(const sql::Error& e) {
 
 void create_schema(sqlite3* db) {
   sql::exec(db, embedded::store_schema_sql());
+  manifest::own_origin(db);
   sql::exec(db, "PRAGMA application_id = " + std::to_string(kStoreApplicationId));
   sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
+}
+
+// The tables schema 3 adds (the manifest), as the schema file declares them: migrating creates
+// exactly what a new store has.
+std::string schema3_block() {
+  const std::string& all = embedded::store_schema_sql();
+  const std::string begin = "-- schema 3 (integrity) ---", end = "-- end of schema 3 (integrity)";
+  const auto b = all.find(begin), e = all.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) fail_internal("the store schema has no schema-3 block");
+  return all.substr(b, e - b);
+}
+
+// Schema 2 -> 3: runs gain their chain version (1 for every run already there: their chains
+// stay as they were written), the manifest is created, and every run is recorded in it as
+// adopted, so that from now on deleting one, or editing its metadata, shows.
+void migrate_2_to_3(sqlite3* db) {
+  sql::exec(db, "ALTER TABLE runs ADD COLUMN chain_version INTEGER NOT NULL DEFAULT 1");
+  // Existing case rows keep role '': what they were is read from the registry, or from the naming
+  // convention of the d9m that wrote them (report/results.cpp); filling it in here would change
+  // rows the hash chain covers.
+  sql::exec(db, "ALTER TABLE case_runs ADD COLUMN role TEXT NOT NULL DEFAULT ''");
+  sql::exec(db, schema3_block());
+  manifest::own_origin(db);
+  manifest::adopt_unrecorded_runs(db);
+  sql::exec(db, "PRAGMA user_version = 3");
 }
 
 // WAL needs shared memory that every process of the store sees coherently; network file systems
@@ -141,6 +168,23 @@ namespace {
 // see half of it: the schema is written to a private temporary file, which is then linked into
 // place. link() never replaces an existing file, so when two processes race, one wins and the
 // other simply opens the winner's store. Nothing but our own temporary file is ever removed.
+// Whether a freshly written store file holds a whole database on its own: no log beside it and
+// SQLite's quick check passes when it is opened afresh.
+bool complete_store_file(const std::string& path) {
+  struct stat st {};
+  if (::stat((path + "-wal").c_str(), &st) == 0 && st.st_size > 0) return false;
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  if (ok) {
+    sqlite3_stmt* s = nullptr;
+    ok = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW &&
+         sqlite3_column_text(s, 0) && std::strcmp(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "ok") == 0;
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return ok;
+}
+
 void create_store(const std::string& path) {
   const std::string tmp = path + ".creating-" + random_run_id().substr(0, 12);
   auto cleanup = [&] {
@@ -155,12 +199,22 @@ void create_store(const std::string& path) {
     sql::Transaction tx(db);
     create_schema(db);
     tx.commit();
+    // The schema must be in the file itself before it is linked into place: a checkpoint that
+    // fails (a full disk) would otherwise leave it only in the temporary WAL, which is removed.
+    sql::Statement checkpoint(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    if (!checkpoint.step() || checkpoint.integer(0) != 0 || checkpoint.integer(1) != checkpoint.integer(2))
+      throw sql::Error(SQLITE_IOERR, "the new store's log could not be written into its file");
   } catch (const sql::Error& e) {
     sqlite3_close(db);
     cleanup();
     fail_environment(path + ": cannot create the store: " + describe_sqlite_failure(e));
   }
-  sqlite3_close(db);  // checkpoints and removes the temporary WAL
+  if (const int closed = sqlite3_close(db); closed != SQLITE_OK || !complete_store_file(tmp)) {
+    cleanup();
+    fail_environment(path + ": cannot create the store: " +
+                     describe_sqlite_failure(sql::Error(closed != SQLITE_OK ? closed : SQLITE_FULL,
+                                                        "the new store could not be completed on disk")));
+  }
   if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
     const std::string why = std::strerror(errno);
     cleanup();
@@ -270,12 +324,8 @@ void Store::migrate() {
       sql::exec(db_, "PRAGMA user_version = 2");
       migrated = true;
     }
-    if (now <= 2) {
-      // Existing rows keep role '': what they were is read from the registry, or from the naming
-      // convention of the d9m that wrote them (report/results.cpp); filling it in here would
-      // change rows the hash chain covers.
-      sql::exec(db_, "ALTER TABLE case_runs ADD COLUMN role TEXT NOT NULL DEFAULT ''");
-      sql::exec(db_, "PRAGMA user_version = 3");
+    if (now == 1 || now == 2) {
+      migrate_2_to_3(db_);
       migrated = true;
     }
     tx.commit();
@@ -292,13 +342,21 @@ void Store::migrate() {
   schema_ = kStoreSchemaVersion;
 }
 
-// The last link of a run's chain as stored: its last case row's last trial (or the case row
-// itself when it has no trials), and the sequence number the next case row gets.
+namespace {
+int chain_version_of(sqlite3* db, const std::string& run_id) {
+  if (!has_column(db, "runs", "chain_version")) return 1;
+  sql::Statement v(db, "SELECT chain_version FROM runs WHERE id = ?");
+  v.bind(1, run_id);
+  return v.step() ? static_cast<int>(v.integer(0)) : 1;
+}
+}  // namespace
+
 Store::ChainState Store::stored_chain(sqlite3* db, const std::string& run_id) {
+  const int version = chain_version_of(db, run_id);
   sql::Statement c(db, "SELECT seq, chain, case_id FROM case_runs WHERE run_id = ? ORDER BY seq DESC LIMIT 1");
   c.bind(1, run_id);
-  if (!c.step()) return {0, chain_start(run_id)};
-  ChainState st{c.integer(0) + 1, c.text(1)};
+  if (!c.step()) return {version, 0, chain_start_of(db, run_id, version).value_or(chain_start(run_id))};
+  ChainState st{version, c.integer(0) + 1, c.text(1)};
   sql::Statement t(db, "SELECT chain FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial DESC LIMIT 1");
   t.bind(1, run_id).bind(2, c.text(2));
   if (t.step()) st.last = t.text(0);
@@ -321,10 +379,7 @@ void Store::mark_dead_runs_interrupted() {
     for (const auto& id : running) {
       RunLease lease;
       if (!lease.acquire(lease_key_, id)) continue;  // alive
-      const ChainState st = stored_chain(db_, id);
-      sql::Statement(db_, "UPDATE runs SET state = 'interrupted', finished_at = coalesce(finished_at, ?), chain_root = ?"
-                          " WHERE id = ? AND state = 'running'")
-          .bind(1, utc_now()).bind(2, st.last).bind(3, id).run();
+      close_run(id, stored_chain(db_, id), "interrupted");
     }
     tx.commit();
   } catch (const sql::Error& e) {
@@ -351,6 +406,41 @@ std::string Store::case_id(const CaseRecord& c) {
 }
 
 std::string Store::chain_start(const std::string& run_id) { return sha256_hex("d9m-chain-v1:" + run_id); }
+
+std::optional<std::string> Store::run_head_text(sqlite3* db, const std::string& run_id) {
+  const std::string plan = has_column(db, "runs", "plan_digest") ? "r.plan_digest" : "''";
+  sql::Statement s(db, "SELECT r.id, r.fingerprint_id, r.started_at, r.host, r.gpu_uuids, r.d9m_version, r.d9m_commit,"
+                       " r.catalog_digest, r.trials_per_case, r.threads, r.arguments, " + plan + ", f.canonical"
+                       " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id WHERE r.id = ?");
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  const nlohmann::json head = {{"chain", "d9m-chain-v2"},      {"id", s.text(0)},          {"fingerprint_id", s.text(1)},
+                               {"started_at", s.text(2)},      {"host", s.text(3)},        {"gpu_uuids", s.text(4)},
+                               {"d9m_version", s.text(5)},     {"d9m_commit", s.text(6)},  {"catalog_digest", s.text(7)},
+                               {"trials_per_case", s.integer(8)}, {"threads", s.integer(9)}, {"arguments", s.text(10)},
+                               {"plan_digest", s.text(11)},    {"fingerprint", s.text(12)}};
+  return json_text(head);
+}
+
+std::optional<std::string> Store::run_head(sqlite3* db, const std::string& run_id) {
+  const auto text = run_head_text(db, run_id);
+  return text ? std::optional<std::string>(sha256_hex(*text)) : std::nullopt;
+}
+
+std::optional<std::string> Store::chain_start_of(sqlite3* db, const std::string& run_id, int chain_version) {
+  if (chain_version == 1) return chain_start(run_id);
+  return chain_version == 2 ? run_head(db, run_id) : std::nullopt;
+}
+
+std::string Store::closing_row(const std::string& run_id, const std::string& state, const std::string& finished_at,
+                               std::int64_t resumes) {
+  return json_text(nlohmann::json::array({"close", run_id, state, finished_at, resumes}));
+}
+
+std::string Store::chain_root(int chain_version, const std::string& last, const std::string& run_id, const std::string& state,
+                              const std::string& finished_at, std::int64_t resumes) {
+  return chain_version == 1 ? last : chain_link(last, closing_row(run_id, state, finished_at, resumes));
+}
 
 std::string Store::chain_link(const std::string& previous, const std::string& canonical_row) {
   std::string head;
@@ -424,19 +514,23 @@ std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
   RunLease lease;
   if (!lease.acquire(lease_key_, info.id)) fail_environment(path_ + ": run id " + info.id + " is already in use");
   leases_[info.id] = std::move(lease);
-  chains_[info.id] = {0, chain_start(info.id)};
   try {
     sql::Transaction tx(db_);
     sql::Statement(db_, "INSERT OR IGNORE INTO fingerprints(id, canonical) VALUES (?, ?)")
         .bind(1, fp.id).bind(2, fp.canonical()).run();
     sql::Statement(db_,
                    "INSERT INTO runs(id, fingerprint_id, state, started_at, host, gpu_uuids, d9m_version, d9m_commit,"
-                   " catalog_digest, trials_per_case, threads, arguments, plan_digest)"
-                   " VALUES (?,?, 'running', ?,?,?,?,?,?,?,?,?,?)")
+                   " catalog_digest, trials_per_case, threads, arguments, plan_digest, chain_version)"
+                   " VALUES (?,?, 'running', ?,?,?,?,?,?,?,?,?,?, 2)")
         .bind(1, info.id).bind(2, fp.id).bind(3, info.started_at).bind(4, info.host).bind(5, info.gpu_uuids)
         .bind(6, d9m_version()).bind(7, d9m_commit()).bind(8, info.catalog_digest)
         .bind(9, info.trials_per_case).bind(10, info.threads).bind(11, info.arguments).bind(12, info.plan_digest).run();
+    // The head as read back: exactly what verify will recompute from the stored row.
+    const auto head = run_head(db_, info.id);
+    if (!head) fail_internal("run " + info.id + " cannot be read back after its insertion");
+    manifest::append(db_, "begun", info.id, {{"chain_version", 2}, {"head", *head}});
     tx.commit();
+    chains_[info.id] = {2, 0, *head};
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot record the run: " + describe_sqlite_failure(e));
   }
@@ -471,6 +565,7 @@ std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo
       sql::Statement n(db_, "SELECT resumes FROM runs WHERE id = ?");
       n.bind(1, id);
       if (n.step()) r.resumes = n.integer(0);
+      manifest::append(db_, "resumed", id, {{"resumes", r.resumes}});
       sql::Statement d(db_,
                        "SELECT c.op, c.config, c.config_id, c.variant, cr.status, cr.claim_determinism, cr.trials,"
                        " cr.distinct_digests FROM case_runs cr JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ?"
@@ -502,11 +597,8 @@ void Store::finish_run(const std::string& run_id, const std::string& state) {
   try {
     sql::Transaction tx(db_);
     auto it = chains_.find(run_id);
-    const std::string root = it == chains_.end() ? chain_start(run_id) : it->second.last;
     // Only a run this process still runs: never overwrite what another process decided.
-    sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ? AND state = 'running'")
-        .bind(1, state).bind(2, utc_now()).bind(3, root).bind(4, run_id).run();
-    if (sqlite3_changes(db_) != 1)
+    if (!close_run(run_id, it == chains_.end() ? stored_chain(db_, run_id) : it->second, state))
       fail_environment(path_ + ": run " + run_id + " is no longer marked running: another process marked or took it over; "
                        "this process's rows up to its last case are stored");
     tx.commit();
@@ -514,6 +606,23 @@ void Store::finish_run(const std::string& run_id, const std::string& state) {
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": cannot finish the run: " + describe_sqlite_failure(e));
   }
+}
+
+bool Store::close_run(const std::string& run_id, const ChainState& chain, const std::string& state) {
+  sql::Statement r(db_, "SELECT resumes, coalesce(finished_at, ?) FROM runs WHERE id = ? AND state = 'running'");
+  r.bind(1, utc_now()).bind(2, run_id);
+  if (!r.step()) return false;
+  const std::int64_t resumes = r.integer(0);
+  const std::string finished_at = r.text(1);
+  const std::string root = chain_root(chain.version, chain.last, run_id, state, finished_at, resumes);
+  sql::Statement(db_, "UPDATE runs SET state = ?, finished_at = ?, chain_root = ? WHERE id = ? AND state = 'running'")
+      .bind(1, state).bind(2, finished_at).bind(3, root).bind(4, run_id).run();
+  sql::Statement n(db_, "SELECT count(*) FROM case_runs WHERE run_id = ?");
+  n.bind(1, run_id);
+  n.step();
+  manifest::append(db_, "ended", run_id,
+                   {{"state", state}, {"finished_at", finished_at}, {"resumes", resumes}, {"root", root}, {"cases", n.integer(0)}});
+  return true;
 }
 
 void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
@@ -526,7 +635,8 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
         .bind(1, c.id).bind(2, c.op).bind(3, c.variant).bind(4, c.backend).bind(5, c.config)
         .bind(6, c.config_id).bind(7, c.params).bind(8, static_cast<std::int64_t>(c.seed))
         .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).run();
-    ChainState chain = chains_.count(run_id) ? chains_[run_id] : ChainState{0, chain_start(run_id)};
+    auto known = chains_.find(run_id);
+    ChainState chain = known != chains_.end() ? known->second : stored_chain(db_, run_id);
     const std::int64_t seq = chain.next_seq++;
     chain.last = chain_link(chain.last, canonical_case_run(run_id, c.id, seq, cr));
     sql::Statement(db_,

@@ -109,9 +109,25 @@ class Store {
   static std::string case_id(const CaseRecord& c);
 
   // The hash chain of a run (tamper evidence): links in write order, each case's case_runs row
-  // then its trials in trial order; link = SHA-256(previous link || canonical JSON of the row),
-  // starting from chain_start(run). runs.chain_root is the last link once the run has ended.
+  // then its trials in trial order; link = SHA-256(previous link || canonical JSON of the row).
+  // Chain v1 (stores of schema 1 and 2) starts from chain_start(run) and its root is the last
+  // link. Chain v2 (every run this build begins) starts from run_head(): the run's immutable
+  // columns and its fingerprint's content, so editing them breaks the chain; and its root is a
+  // closing link over the facts set when the run ends (state, finished_at, resumes), so editing
+  // those breaks the root. runs.chain_root is set once the run has ended.
   static std::string chain_start(const std::string& run_id);
+  // SHA-256 of run_head_text(): nullopt when the run (or its fingerprint row) is missing.
+  static std::optional<std::string> run_head(sqlite3* db, const std::string& run_id);
+  // The canonical JSON run_head() hashes, as read from the store.
+  static std::optional<std::string> run_head_text(sqlite3* db, const std::string& run_id);
+  // Where a run's chain starts: run_head() for v2, chain_start() for v1 (nullopt: no such run).
+  static std::optional<std::string> chain_start_of(sqlite3* db, const std::string& run_id, int chain_version);
+  // The root of an ended run: the last link itself for v1, the closing link over
+  // closing_row() for v2.
+  static std::string chain_root(int chain_version, const std::string& last, const std::string& run_id, const std::string& state,
+                                const std::string& finished_at, std::int64_t resumes);
+  static std::string closing_row(const std::string& run_id, const std::string& state, const std::string& finished_at,
+                                 std::int64_t resumes);
   static std::string chain_link(const std::string& previous, const std::string& canonical_row);
   static std::string canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
                                         const CaseRunRecord& cr);
@@ -119,10 +135,23 @@ class Store {
   // The same row through nlohmann::json only (the definition canonical_trial's fast path keeps to).
   static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
 
+  // Where a run's chain stands as stored: the chain version, the last link (its last case row's
+  // last trial, the case row itself when it has no trials, or the start when it has no rows),
+  // the sequence number the next case row gets, and how many case rows it has.
+  struct ChainState {
+    int version = 2;
+    std::int64_t next_seq = 0;
+    std::string last;
+  };
+  static ChainState stored_chain(sqlite3* db, const std::string& run_id);
+
  private:
   Store(sqlite3* db, std::string path, int schema);
   void migrate();
   void mark_dead_runs_interrupted();
+  // Sets the closing facts of a running run and its root, and records them in the manifest, in
+  // the caller's transaction. False when the run is not (or no longer) running.
+  bool close_run(const std::string& run_id, const ChainState& chain, const std::string& state);
   sqlite3* db_;
   std::string path_;
   // The store's real path (symlinks resolved): leases belong to the file, whatever name a
@@ -130,11 +159,6 @@ class Store {
   std::string lease_key_;
   int schema_;
   std::string notice_;
-  struct ChainState {
-    std::int64_t next_seq = 0;
-    std::string last;
-  };
-  static ChainState stored_chain(sqlite3* db, const std::string& run_id);
   std::map<std::string, ChainState> chains_;  // runs this process writes
   std::map<std::string, RunLease> leases_;    // their leases, held until they finish
 };

@@ -20,7 +20,9 @@ CREATE TABLE runs (
   chain_root      TEXT,                -- last link of the run's hash chain, set when the run ends
   -- schema 2 (added by ALTER TABLE when migrating, hence last and with defaults):
   plan_digest     TEXT NOT NULL DEFAULT '',   -- SHA-256 of the planned cases, N and threads: what --resume matches
-  resumes         INTEGER NOT NULL DEFAULT 0  -- how often the run was resumed after an interruption
+  resumes         INTEGER NOT NULL DEFAULT 0,  -- how often the run was resumed after an interruption
+  -- schema 3 (integrity; added by ALTER TABLE when migrating):
+  chain_version   INTEGER NOT NULL DEFAULT 1   -- 2: the chain starts from the run's metadata and ends in a closing link (Store::run_head)
 );
 CREATE TABLE cases (
   id           TEXT PRIMARY KEY,       -- SHA-256 of the other columns
@@ -68,6 +70,26 @@ CREATE TABLE trials (
   PRIMARY KEY (run_id, case_id, trial),
   FOREIGN KEY (run_id, case_id) REFERENCES case_runs(run_id, case_id)
 ) WITHOUT ROWID;  -- the 100-character key is stored once (no rowid table plus key index)
+-- schema 3 (integrity) --------------------------------------------------------------------------
+-- The store's manifest: an append-only, hash-chained log of run events (begun, resumed, ended,
+-- adopted), so that a whole run deleted, or a run's metadata or closing facts edited, no longer
+-- matches it. Every store file appends to its own chain (its origin); merge copies the events of
+-- other origins as they are. Rows are content-addressed by their link, so merging is a union.
+CREATE TABLE manifest (
+  link    TEXT PRIMARY KEY,   -- SHA-256(prev || '\n' || canonical row), see manifest.h
+  prev    TEXT NOT NULL,      -- the link of the origin's previous event, or the origin's genesis
+  origin  TEXT NOT NULL,      -- the store file that wrote the event (manifest_origin of that file)
+  seq     INTEGER NOT NULL CHECK (seq >= 0),   -- position in the origin's chain
+  at      TEXT NOT NULL,      -- when (UTC)
+  event   TEXT NOT NULL CHECK (event IN ('begun', 'resumed', 'ended', 'adopted')),
+  run_id  TEXT NOT NULL,
+  detail  TEXT NOT NULL       -- canonical JSON: what the event fixes about the run
+) WITHOUT ROWID;
+CREATE INDEX manifest_by_origin ON manifest(origin, seq);
+CREATE TABLE manifest_origin (
+  id      TEXT PRIMARY KEY    -- this file's own chain: random 128-bit hex; merge keeps OUT's, never an input's
+);
+-- end of schema 3 (integrity) -------------------------------------------------------------------
 -- One row per case and stack, all runs together: the numbers every report starts from.
 CREATE VIEW results AS
 SELECT r.fingerprint_id AS stack,

@@ -8,137 +8,292 @@
 
 namespace d9m {
 
+namespace {
+
+void check_sqlite(sqlite3* db, VerifyReport& v) {
+  sql::Statement ic(db, "PRAGMA integrity_check");
+  while (ic.step())
+    if (ic.text(0) != "ok") v.problems.push_back("SQLite integrity check: " + ic.text(0));
+  sql::Statement fk(db, "PRAGMA foreign_key_check");
+  while (fk.step()) v.problems.push_back("foreign key: a row of " + fk.text(0) + " refers to a missing row of " + fk.text(2));
+}
+
+// Every value of the type its column declares. d9m's readers convert what they read to that
+// type, so a value of another type (2.25 in an INTEGER column, read as 2) would be an edit that
+// neither the chains nor any report could see.
+void check_storage_types(sqlite3* db, VerifyReport& v) {
+  static const std::map<std::string, std::string> kStored = {{"INTEGER", "integer"}, {"TEXT", "text"}, {"REAL", "real"}};
+  for (const std::string table : {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"}) {
+    std::vector<std::pair<std::string, std::string>> columns;
+    {
+      sql::Statement c(db, "SELECT name, upper(type) FROM pragma_table_info(?)");
+      c.bind(1, table);
+      while (c.step())
+        if (kStored.count(c.text(1))) columns.emplace_back(c.text(0), c.text(1));
+    }
+    if (columns.empty()) continue;  // a table an older schema lacks
+    std::string counts;  // one scan of the table counts every column's misfits
+    for (const auto& [name, type] : columns)
+      counts += std::string(counts.empty() ? "" : ", ") + "coalesce(sum(typeof(\"" + name + "\") NOT IN ('" + kStored.at(type) +
+                "', 'null')), 0)";
+    sql::Statement n(db, "SELECT " + counts + " FROM \"" + table + "\"");
+    if (!n.step()) continue;
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      if (const std::int64_t bad = n.integer(static_cast<int>(i)); bad > 0)
+        v.problems.push_back(table + "." + columns[i].first + ": " + std::to_string(bad) + " row(s) hold a value that is not " +
+                             columns[i].second + " (an edit d9m's readers would not see)");
+  }
+}
+
+// Content-addressed rows must match their keys, and every one must be used: d9m writes a
+// fingerprint only with its run and a case only with its case row, so an unused one is what a
+// deleted run leaves behind, or an inserted row.
+void check_content_addressed(sqlite3* db, VerifyReport& v) {
+  sql::Statement f(db, "SELECT id, canonical, EXISTS (SELECT 1 FROM runs r WHERE r.fingerprint_id = f.id) FROM fingerprints f");
+  while (f.step()) {
+    if (sha256_hex(f.text(1)) != f.text(0)) v.problems.push_back("fingerprint " + f.text(0) + ": id does not match its content");
+    if (!f.integer(2)) v.problems.push_back("fingerprint " + f.text(0) + ": no run uses it (a run deleted, or a row inserted)");
+  }
+  sql::Statement c(db, "SELECT id, op, variant, backend, config, config_id, params, seed, input_digest, output_dtype,"
+                       " output_shape, EXISTS (SELECT 1 FROM case_runs cr WHERE cr.case_id = c.id) FROM cases c");
+  while (c.step()) {
+    ++v.cases;
+    CaseRecord r{c.text(0), c.text(1), c.text(2), c.text(3), c.text(4), c.text(5), c.text(6),
+                 static_cast<std::uint64_t>(c.integer(7)), c.text(8), c.text(9), c.text(10)};
+    const std::string what = "case " + r.id + " (" + r.op + "/" + r.config + "/" + r.variant + ")";
+    if (Store::case_id(r) != r.id) v.problems.push_back(what + ": id does not match its content");
+    if (!c.integer(11)) v.problems.push_back(what + ": no run uses it (a run deleted, or a row inserted)");
+  }
+}
+
+void note_run_states(const Store& store, const std::vector<RunFacts>& runs, VerifyReport& v) {
+  for (const auto& r : runs) {
+    if (r.state == "running")
+      v.notes.push_back("run " + r.id +
+                        (store.run_alive(r.id) ? " is running (its process holds the run lease)"
+                                               : " is marked running but its process is gone: it was interrupted; "
+                                                 "`d9m run --resume` continues it, any write to the store marks it"));
+    if (r.state == "interrupted")
+      v.notes.push_back("run " + r.id + " was interrupted: its rows up to then are evidence; `d9m run --resume` continues it");
+  }
+}
+
+// Each case row of a run against its trials.
+void check_case_rows(sqlite3* db, const std::vector<RunFacts>& runs, VerifyReport& v) {
+  std::map<std::string, const RunFacts*> by_id;
+  for (const auto& r : runs) by_id[r.id] = &r;
+  sql::Statement rows(db, "SELECT run_id, case_id, status, trials, distinct_digests FROM case_runs");
+  sql::Statement trials(db, "SELECT trial, digest, diff_count, (diff_count IS NULL) + (diff_max_abs IS NULL) + (diff_max_ulp IS NULL) +"
+                           " (diff_first_index IS NULL) FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
+  while (rows.step()) {
+    const std::string run = rows.text(0), cs = rows.text(1), status = rows.text(2);
+    const std::string where = "run " + run.substr(0, 8) + " case " + cs.substr(0, 12);
+    trials.bind(1, run).bind(2, cs);
+    std::int64_t n = 0;
+    std::set<std::string> digests;
+    std::string first;
+    while (trials.step()) {
+      ++v.trials;
+      if (trials.integer(0) != n) v.problems.push_back(where + ": trial " + std::to_string(n) + " is missing (found trial " + std::to_string(trials.integer(0)) + ")");
+      n = trials.integer(0) + 1;
+      const std::string d = trials.text(1);
+      if (digests.empty()) first = d;
+      digests.insert(d);
+      const bool differs = d != first;
+      if (differs == trials.is_null(2)) v.problems.push_back(where + " trial " + std::to_string(trials.integer(0)) + ": diff stats " + (differs ? "missing for a differing" : "present for an equal") + " digest");
+      // The chain covers the diff stats through diff_count: the others are all set with it or none is.
+      if (trials.integer(3) % 4 != 0) v.problems.push_back(where + " trial " + std::to_string(trials.integer(0)) + ": diff stats only partly set");
+    }
+    trials.reset();
+    const auto distinct = static_cast<std::int64_t>(digests.size());
+    if (rows.integer(3) != n) v.problems.push_back(where + ": records " + std::to_string(rows.integer(3)) + " trials, the store holds " + std::to_string(n));
+    if (rows.integer(4) != distinct) v.problems.push_back(where + ": records " + std::to_string(rows.integer(4)) + " distinct digests, the trials have " + std::to_string(distinct));
+    const bool evidence = status == "DETERMINISTIC" || status == "NONDETERMINISTIC";
+    if (status == "DETERMINISTIC" && distinct != 1) v.problems.push_back(where + ": DETERMINISTIC with " + std::to_string(distinct) + " distinct digests");
+    if (status == "NONDETERMINISTIC" && distinct < 2) v.problems.push_back(where + ": NONDETERMINISTIC with " + std::to_string(distinct) + " distinct digest(s)");
+    if (!evidence && n != 0) v.problems.push_back(where + ": " + status + " but has trials");
+    const auto it = by_id.find(run);
+    if (evidence && it != by_id.end() && it->second->state == "complete" && n != it->second->trials_per_case)
+      v.problems.push_back(where + ": " + std::to_string(n) + " trials in a complete run of " + std::to_string(it->second->trials_per_case) + " per case");
+  }
+}
+
+// One run's chain recomputed from its rows, in the order the run wrote them. Returns what broke
+// it (empty: the chain holds) and leaves the last link in `link`.
+class ChainWalker {
+ public:
+  // `schema`: the store's; case rows have a role from schema 3 on.
+  ChainWalker(sqlite3* db, int schema)
+      : cases_(db, "SELECT cr.case_id, cr.seq, cr.status, cr.detail, cr.claim_determinism, cr.claim_source,"
+                   " cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns, cr.min_ns,"
+                   " cr.chain, c.op, c.config, c.variant, " + std::string(schema >= 3 ? "cr.role" : "''") +
+                   " FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? ORDER BY cr.seq"),
+        trials_(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain"
+                    " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial") {}
+
+  std::string walk(const std::string& run, std::string& link) {
+    std::string broken;
+    std::int64_t expected_seq = 0;
+    cases_.bind(1, run);
+    while (broken.empty() && cases_.step()) {
+      const std::string cs = cases_.text(0);
+      const std::string what = "run " + run.substr(0, 8) + ", case " + cases_.text(13) + "/" + cases_.text(14) + "/" + cases_.text(15);
+      if (cases_.integer(1) != expected_seq) {
+        broken = what + ": case sequence jumps from " + std::to_string(expected_seq) + " to " + std::to_string(cases_.integer(1));
+        break;
+      }
+      ++expected_seq;
+      CaseRunRecord cr{status_from_string(cases_.text(2)), cases_.text(3), cases_.text(4), cases_.text(5), cases_.text(6), cases_.text(7),
+                       cases_.integer(8), cases_.integer(9), opt(cases_, 10), opt(cases_, 11), cases_.text(16)};
+      link = Store::chain_link(link, Store::canonical_case_run(run, cs, cases_.integer(1), cr));
+      if (link != cases_.text(12)) {
+        broken = what + ": the case row does not match its hash-chain link (edited, or rows before it or the run's metadata changed)";
+        break;
+      }
+      broken = walk_trials(run, cs, what, link);
+    }
+    cases_.reset();
+    return broken;
+  }
+
+ private:
+  static std::optional<std::int64_t> opt(const sql::Statement& st, int col) {
+    return st.is_null(col) ? std::optional<std::int64_t>() : std::optional<std::int64_t>(st.integer(col));
+  }
+  std::string walk_trials(const std::string& run, const std::string& cs, const std::string& what, std::string& link) {
+    std::string broken;
+    trials_.bind(1, run).bind(2, cs);
+    while (trials_.step()) {
+      TrialRecord t{trials_.integer(0), trials_.text(1), trials_.integer(2), std::nullopt};
+      if (!trials_.is_null(3)) t.diff = DiffStats{trials_.integer(3), trials_.real(4), trials_.integer(5), trials_.integer(6)};
+      link = Store::chain_link(link, Store::canonical_trial(run, cs, t));
+      if (link != trials_.text(7)) {
+        broken = what + ", trial " + std::to_string(t.trial) +
+                 ": the row does not match its hash-chain link (edited, inserted, reordered, or a row before it removed)";
+        break;
+      }
+    }
+    trials_.reset();
+    return broken;
+  }
+  sql::Statement cases_, trials_;
+};
+
+// The chain of one run: its rows from its start (its metadata, for v2), then its root.
+void check_chain(sqlite3* db, ChainWalker& walker, const RunFacts& r, VerifyReport& v) {
+  const std::string name = "run " + r.id.substr(0, 8);
+  auto fault = [&](const std::string& why) { v.problems.push_back("hash chain: " + name + ": " + why); };
+  const auto start = Store::chain_start_of(db, r.id, r.chain_version);
+  if (!start) {
+    fault(r.chain_version == 2 ? "its metadata cannot be read (its fingerprint row is missing)"
+                               : "unknown chain version " + std::to_string(r.chain_version));
+    return;
+  }
+  std::string link = *start;
+  const std::string broken = walker.walk(r.id, link);
+  if (!broken.empty()) {
+    v.problems.push_back("hash chain: " + broken);
+    return;
+  }
+  if (r.state == "running") {
+    if (r.root) return fault("marked running, yet it has a chain root (its state edited?)");
+    v.chain_roots.push_back(r.id + " (no root: run not ended)");
+    return;
+  }
+  // A run that ended has a root: without one, rows removed from its end would go unnoticed.
+  if (!r.root) return fault("it has ended (" + r.state + ") but has no chain root (rows removed at its end and the root cleared?)");
+  const std::string want = Store::chain_root(r.chain_version, link, r.id, r.state, r.finished_at.value_or(""), r.resumes);
+  if (*r.root != want)
+    return fault(r.chain_version == 1 ? "the chain root does not match the rows (rows removed or added at the end)"
+                                       : "the chain root does not match the rows and the closing facts (rows removed or added "
+                                         "at the end, or its state, finish time or resumptions edited)");
+  v.chain_roots.push_back(r.id + " " + *r.root);
+}
+
+// The manifest's own chains: every event matches its link and follows an event that is there.
+void check_manifest_chains(sqlite3* db, const std::vector<ManifestEvent>& events, VerifyReport& v) {
+  {
+    sql::Statement o(db, "SELECT id FROM manifest_origin");
+    int n = 0;
+    while (o.step()) ++n;
+    if (n != 1) v.problems.push_back("manifest: the store names " + std::to_string(n) + " origins of its own (one expected)");
+  }
+  std::map<std::string, const ManifestEvent*> by_link;
+  for (const auto& e : events) by_link[e.link] = &e;
+  const std::set<std::string> kinds(std::begin(manifest::kEvents), std::end(manifest::kEvents));
+  for (const auto& e : events) {
+    const std::string what = "manifest: event " + e.origin.substr(0, 8) + "#" + std::to_string(e.seq) + " (" + e.event + " of run " +
+                             e.run_id.substr(0, 8) + ")";
+    if (!kinds.count(e.event)) v.problems.push_back(what + ": unknown event");
+    if (manifest::link_of(e) != e.link) {
+      v.problems.push_back(what + ": does not match its link (edited)");
+      continue;
+    }
+    if (e.seq == 0) {
+      if (e.prev != manifest::genesis(e.origin)) v.problems.push_back(what + ": the first event of its origin does not start from its genesis");
+      continue;
+    }
+    const auto p = by_link.find(e.prev);
+    if (p == by_link.end() || p->second->origin != e.origin || p->second->seq != e.seq - 1)
+      v.problems.push_back(what + ": the event before it is missing (removed)");
+  }
+}
+
+// Runs against the manifest: every run it names is there, and every run is as it recorded.
+void check_runs_in_manifest(sqlite3* db, const std::vector<RunFacts>& runs, const std::vector<ManifestEvent>& events,
+                            VerifyReport& v) {
+  std::map<std::string, std::vector<const ManifestEvent*>> by_run;
+  for (const auto& e : events) by_run[e.run_id].push_back(&e);
+  std::set<std::string> present;
+  for (const auto& r : runs) present.insert(r.id);
+  for (const auto& [id, evs] : by_run)
+    if (!present.count(id))
+      v.problems.push_back("manifest: run " + id + " was recorded (" + evs.front()->event + ") but is not in the store (deleted)");
+  std::int64_t v1 = 0;
+  for (const auto& r : runs) {
+    v1 += r.chain_version == 1;
+    for (const auto& p : manifest::account_for(r, Store::run_head(db, r.id), by_run[r.id]).problems)
+      v.problems.push_back("manifest: run " + r.id + ": " + p);
+  }
+  if (v1)
+    v.notes.push_back(std::to_string(v1) + " run(s) use chain v1 (written before schema 3): their chains do not cover their "
+                      "metadata; the manifest does, since the store recorded them");
+}
+
+void check_manifest(sqlite3* db, const Store& store, const std::vector<RunFacts>& runs, VerifyReport& v) {
+  if (!manifest::present(db)) {
+    v.notes.push_back("a store of schema " + std::to_string(store.schema_version()) +
+                      ": its runs use chain v1 and it has no manifest, so edited run metadata (host, versions, catalogue, "
+                      "start time, fingerprint) and whole runs deleted cannot be detected; any write to it, or `d9m merge`, "
+                      "migrates it and records its runs as they are now");
+    return;
+  }
+  const auto events = manifest::read_all(db);
+  check_manifest_chains(db, events, v);
+  check_runs_in_manifest(db, runs, events, v);
+}
+
+}  // namespace
+
 VerifyReport verify_store(const Store& store) {
   VerifyReport v;
   sqlite3* db = store.db();
-  auto problem = [&](std::string s) { v.problems.push_back(std::move(s)); };
   try {
-    {
-      sql::Statement s(db, "PRAGMA integrity_check");
-      while (s.step())
-        if (s.text(0) != "ok") problem("SQLite integrity check: " + s.text(0));
-    }
-    {
-      sql::Statement s(db, "PRAGMA foreign_key_check");
-      while (s.step()) problem("foreign key: a row of " + s.text(0) + " refers to a missing row of " + s.text(2));
-    }
-    {
-      sql::Statement s(db, "SELECT id, canonical FROM fingerprints");
-      while (s.step())
-        if (sha256_hex(s.text(1)) != s.text(0)) problem("fingerprint " + s.text(0) + ": id does not match its content");
-    }
-    {
-      sql::Statement s(db, "SELECT id, op, variant, backend, config, config_id, params, seed, input_digest,"
-                           " output_dtype, output_shape FROM cases");
-      while (s.step()) {
-        ++v.cases;
-        CaseRecord c{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6),
-                     static_cast<std::uint64_t>(s.integer(7)), s.text(8), s.text(9), s.text(10)};
-        if (Store::case_id(c) != c.id) problem("case " + c.id + " (" + c.op + "/" + c.config + "/" + c.variant + "): id does not match its content");
-      }
-    }
-    std::map<std::string, std::int64_t> trials_per_case;
-    std::map<std::string, std::string> run_state;
-    {
-      sql::Statement s(db, "SELECT id, state, trials_per_case FROM runs");
-      while (s.step()) {
-        ++v.runs;
-        run_state[s.text(0)] = s.text(1);
-        trials_per_case[s.text(0)] = s.integer(2);
-        if (s.text(1) == "running")
-          v.notes.push_back("run " + s.text(0) +
-                            (store.run_alive(s.text(0)) ? " is running (its process holds the run lease)"
-                                                        : " is marked running but its process is gone: it was interrupted; "
-                                                          "`d9m run --resume` continues it, any write to the store marks it"));
-        if (s.text(1) == "interrupted")
-          v.notes.push_back("run " + s.text(0) + " was interrupted: its rows up to then are evidence; `d9m run --resume` continues it");
-      }
-    }
-    // Each case row of a run against its trials.
-    sql::Statement rows(db, "SELECT run_id, case_id, status, trials, distinct_digests FROM case_runs");
-    sql::Statement trials(db, "SELECT trial, digest, diff_count FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
-    while (rows.step()) {
-      const std::string run = rows.text(0), cs = rows.text(1), status = rows.text(2);
-      const std::string where = "run " + run.substr(0, 8) + " case " + cs.substr(0, 12);
-      trials.bind(1, run).bind(2, cs);
-      std::int64_t n = 0;
-      std::set<std::string> digests;
-      std::string first;
-      while (trials.step()) {
-        ++v.trials;
-        if (trials.integer(0) != n) problem(where + ": trial " + std::to_string(n) + " is missing (found trial " + std::to_string(trials.integer(0)) + ")");
-        n = trials.integer(0) + 1;
-        const std::string d = trials.text(1);
-        if (digests.empty()) first = d;
-        digests.insert(d);
-        const bool differs = d != first;
-        if (differs == trials.is_null(2)) problem(where + " trial " + std::to_string(trials.integer(0)) + ": diff stats " + (differs ? "missing for a differing" : "present for an equal") + " digest");
-      }
-      trials.reset();
-      const auto distinct = static_cast<std::int64_t>(digests.size());
-      if (rows.integer(3) != n) problem(where + ": records " + std::to_string(rows.integer(3)) + " trials, the store holds " + std::to_string(n));
-      if (rows.integer(4) != distinct) problem(where + ": records " + std::to_string(rows.integer(4)) + " distinct digests, the trials have " + std::to_string(distinct));
-      const bool evidence = status == "DETERMINISTIC" || status == "NONDETERMINISTIC";
-      if (status == "DETERMINISTIC" && distinct != 1) problem(where + ": DETERMINISTIC with " + std::to_string(distinct) + " distinct digests");
-      if (status == "NONDETERMINISTIC" && distinct < 2) problem(where + ": NONDETERMINISTIC with " + std::to_string(distinct) + " distinct digest(s)");
-      if (!evidence && n != 0) problem(where + ": " + status + " but has trials");
-      if (evidence && run_state[run] == "complete" && n != trials_per_case[run])
-        problem(where + ": " + std::to_string(n) + " trials in a complete run of " + std::to_string(trials_per_case[run]) + " per case");
-    }
-    // The hash chain of every run: recomputed from the rows, in the order the run wrote them.
-    sql::Statement runs(db, "SELECT id, chain_root FROM runs ORDER BY id");
-    sql::Statement cases(db, "SELECT cr.case_id, cr.seq, cr.status, cr.detail, cr.claim_determinism, cr.claim_source,"
-                             " cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns, cr.min_ns,"
-                             " cr.chain, c.op, c.config, c.variant, " + std::string(store.schema_version() >= 3 ? "cr.role" : "''") +
-                             " FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? ORDER BY cr.seq");
-    sql::Statement trial_rows(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain"
-                            " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
-    auto opt = [](const sql::Statement& st, int col) {
-      return st.is_null(col) ? std::optional<std::int64_t>() : std::optional<std::int64_t>(st.integer(col));
-    };
-    while (runs.step()) {
-      const std::string run = runs.text(0);
-      std::string link = Store::chain_start(run), broken;
-      std::int64_t expected_seq = 0;
-      cases.bind(1, run);
-      while (broken.empty() && cases.step()) {
-        const std::string cs = cases.text(0);
-        const std::string what = "run " + run.substr(0, 8) + ", case " + cases.text(13) + "/" + cases.text(14) + "/" + cases.text(15);
-        if (cases.integer(1) != expected_seq) {
-          broken = what + ": case sequence jumps from " + std::to_string(expected_seq) + " to " + std::to_string(cases.integer(1));
-          break;
-        }
-        ++expected_seq;
-        CaseRunRecord cr{status_from_string(cases.text(2)), cases.text(3), cases.text(4), cases.text(5), cases.text(6), cases.text(7),
-                         cases.integer(8), cases.integer(9), opt(cases, 10), opt(cases, 11), cases.text(16)};
-        link = Store::chain_link(link, Store::canonical_case_run(run, cs, cases.integer(1), cr));
-        if (link != cases.text(12)) {
-          broken = what + ": the case row does not match its hash-chain link (edited, or rows before it changed)";
-          break;
-        }
-        trial_rows.bind(1, run).bind(2, cs);
-        while (trial_rows.step()) {
-          TrialRecord t{trial_rows.integer(0), trial_rows.text(1), trial_rows.integer(2), std::nullopt};
-          if (!trial_rows.is_null(3)) t.diff = DiffStats{trial_rows.integer(3), trial_rows.real(4), trial_rows.integer(5), trial_rows.integer(6)};
-          link = Store::chain_link(link, Store::canonical_trial(run, cs, t));
-          if (link != trial_rows.text(7)) {
-            broken = what + ", trial " + std::to_string(t.trial) +
-                     ": the row does not match its hash-chain link (edited, inserted, reordered, or a row before it removed)";
-            break;
-          }
-        }
-        trial_rows.reset();
-      }
-      cases.reset();
-      if (broken.empty() && !runs.is_null(1) && runs.text(1) != link)
-        broken = "run " + run.substr(0, 8) + ": the chain root does not match the rows (rows removed or added at the end)";
-      if (!broken.empty()) problem("hash chain: " + broken);
-      else v.chain_roots.push_back(run + " " + (runs.is_null(1) ? std::string("(no root: run not ended)") : runs.text(1)));
-    }
+    check_sqlite(db, v);
+    check_storage_types(db, v);
+    check_content_addressed(db, v);
+    const std::vector<RunFacts> runs = read_run_facts(db);
+    v.runs = static_cast<std::int64_t>(runs.size());
+    note_run_states(store, runs, v);
+    check_case_rows(db, runs, v);
+    ChainWalker walker(db, store.schema_version());
+    for (const auto& r : runs) check_chain(db, walker, r, v);
+    check_manifest(db, store, runs, v);
+    v.evidence = evidence_of(db);
   } catch (const sql::Error& e) {
-    problem(std::string("cannot read the store: ") + e.what());
+    v.problems.push_back(std::string("cannot read the store: ") + e.what());
   } catch (const std::invalid_argument& e) {
-    problem(std::string("unreadable row: ") + e.what());
+    v.problems.push_back(std::string("unreadable row: ") + e.what());
   }
   return v;
 }

@@ -175,9 +175,13 @@ mkdir full
 unshare=(unshare -m)
 [[ $(id -u) == 0 ]] || unshare=(unshare -rm)
 if "${unshare[@]}" mount -t tmpfs -o size=8k tmpfs full 2> /dev/null; then
-  for size in 8k 40k 140k 400k; do  # out of space while creating the store, and while storing cases
+  # Out of space while creating the store (every size around where the schema stops fitting: a
+  # store whose schema reached only its log was once linked into place, corrupt), and while
+  # storing cases. Whatever is left on the tmpfs must be a store that verifies, or nothing.
+  for size in 8k 40k 96k 120k 140k 160k 180k 400k; do
     expect "a full disk ($size)" 3 ": cannot (create the store|store case .*): cannot be written: the disk is full \(No space left on device\)" \
-      "${unshare[@]}" bash -c "mount -t tmpfs -o size=$size tmpfs full && exec '$D9M' run --backend cpu -n 50 --threads 1 -q --db full/d9m.sqlite"
+      "${unshare[@]}" bash -c "mount -t tmpfs -o size=$size tmpfs full && '$D9M' run --backend cpu -n 50 --threads 1 -q --db full/d9m.sqlite;
+        rc=\$?; if [[ -e full/d9m.sqlite ]] && ! '$D9M' verify --db full/d9m.sqlite > /dev/null; then echo 'a store left behind does not verify'; exit 99; fi; exit \$rc"
   done
 else
   echo "note: no tmpfs can be mounted here; a full disk is checked through the file size limit only"

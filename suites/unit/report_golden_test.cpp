@@ -97,6 +97,8 @@ TEST(ReportGolden, EveryFormatMatchesItsGoldenFile) {
     ReportData d = load_report_data(s);
     d.store_path = "golden.sqlite";
     d.generated_at = "2026-01-03T00:00:00Z";
+    // The manifest's origin and times are random and current: fixed here, as the date is.
+    d.evidence = {std::string(64, 'e'), {std::string(64, 'f')}};
     const StatusModel m = build_status_model(d);
     compare_golden("report.md", normalise(render_markdown(d, m), d));
     compare_golden("report.html", normalise(render_html(d, m), d));

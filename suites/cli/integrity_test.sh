@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Integrity end to end (issue 11, "Integrity" and merge): an auditor tampers with stores using
+# Python's sqlite3 and checks that `d9m verify` catches every edit, deletion and insertion; a run
+# cut short, run metadata and whole runs; the write-ahead log beside an attested store; attest on
+# a store that fails verify or with another store's report; verify --attestation on unsigned,
+# forged and malformed input; merge that fails without touching OUT, merges a running run
+# idempotently in any order, refuses tampered inputs, and writes through a symlink.
+# Usage: integrity_test.sh path/to/d9m
+set -u
+D9M=$(realpath "$1")
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+failures=0
+pass=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() {  # check NAME EXPECTED_RC ACTUAL_RC [OUTPUT_FILE PATTERN]
+  local name=$1 want=$2 got=$3
+  if [[ $got != "$want" ]]; then
+    fail "$name: exit $got, expected $want"; [[ -n ${4:-} ]] && cat "$4"; return
+  fi
+  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
+    fail "$name: output does not match /$5/:"; cat "$4"; return
+  fi
+  pass=$((pass + 1))
+}
+sql() {  # sql DB STATEMENTS: as an attacker runs them (no foreign keys, no CHECK constraints)
+  python3 - "$1" "$2" << 'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA foreign_keys = OFF"); c.execute("PRAGMA ignore_check_constraints = ON")
+c.executescript(sys.argv[2]); c.close()
+PY
+}
+value() { python3 -c "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print(r[0] if r else '')" "$1" "$2"; }
+# killed_run DB K ARGS...: starts `d9m run ARGS --db DB`, SIGKILLs it once DB holds K case rows,
+# and folds the write-ahead log into the file (no change to what readers see).
+killed_run() {
+  local db=$1 k=$2
+  shift 2
+  python3 - "$D9M" "$db" "$k" "$@" << 'PY'
+import sqlite3, subprocess, sys, time
+d9m, db, k, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+def stored():
+    try:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.01); n = c.execute("select count(*) from case_runs").fetchone()[0]; c.close(); return n
+    except sqlite3.Error:
+        return -1
+p = subprocess.Popen([d9m, *args, "--db", db], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while p.poll() is None and stored() < k:
+    time.sleep(0.002)
+p.kill(); p.wait()
+assert stored() >= k, "the run ended before it could be killed"
+c = sqlite3.connect(db); c.execute("PRAGMA wal_checkpoint(TRUNCATE)"); c.close()  # one file, so that cp copies all of it
+PY
+}
+SMALL=(--backend cpu --op bias_add_grad --op scatter_add -n 3 --threads 2 -q)
+"$D9M" run "${SMALL[@]}" --db a.sqlite 2> /dev/null || fail "run a"
+OMP_NUM_THREADS=3 "$D9M" run "${SMALL[@]}" --db a.sqlite 2> /dev/null || fail "run a, second stack"  # an env var in the fingerprint
+"$D9M" verify --db a.sqlite > out; check "verify a" 0 $? out ": OK \(2 runs"
+FIRST=$(value a.sqlite "select id from runs order by started_at, rowid limit 1")
+SECOND=$(value a.sqlite "select id from runs where id != '$FIRST'")
+
+# --- the auditor: every row of every table edited (each column, in value and in type), deleted,
+# and forged ------------------------------------------------------------------------------------
+# (a store of one case and 2 trials, so that every row can be tried; manifest_origin's id only
+# names where this file appends next and holds no evidence: docs/ATTESTATION.md)
+"$D9M" run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 --variant cpu.serial -n 2 -q --no-canaries --db tiny.sqlite 2> /dev/null
+"$D9M" run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 --variant cpu.atomic -n 2 -q --no-canaries --db tiny.sqlite 2> /dev/null
+python3 - "$D9M" tiny.sqlite << 'PY'
+import os, shutil, sqlite3, subprocess, sys
+d9m, pristine = sys.argv[1], sys.argv[2]
+def verify(sql):
+    shutil.copy(pristine, "t.sqlite")
+    c = sqlite3.connect("t.sqlite", isolation_level=None)
+    c.execute("PRAGMA foreign_keys = OFF"); c.execute("PRAGMA ignore_check_constraints = ON")
+    c.executescript(sql)
+    assert c.total_changes > 0, sql
+    c.close()
+    return subprocess.run([d9m, "verify", "--db", "t.sqlite"], capture_output=True).returncode
+db = sqlite3.connect(pristine)
+tables = ["fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"]
+missed, tried = [], 0
+for t in tables:
+    cols = [r[1] for r in db.execute(f"pragma table_info({t})")]
+    for row in db.execute(f"select {', '.join(cols)} from {t}").fetchall():
+        where = " AND ".join(f"{c} IS {'NULL' if v is None else repr(v) if isinstance(v, str) else v}" for c, v in zip(cols, row))
+        edits = [] if t == "manifest_origin" else [
+            f"UPDATE {t} SET {c} = " + ("1" if v is None else f"{c} + 1000" if isinstance(v, int) else f"{c} + 0.5" if isinstance(v, float) else f"{c} || 'x'") + f" WHERE {where}"
+            for c, v in zip(cols, row)]
+        # the same value as d9m reads it, stored as another type (2.25 reads as 2, a BLOB as its text)
+        retypes = [] if t == "manifest_origin" else [
+            f"UPDATE {t} SET {c} = " + (f"{c} + 0.25" if isinstance(v, int) else f"CAST({c} AS BLOB)") + f" WHERE {where}"
+            for c, v in zip(cols, row) if isinstance(v, (int, str))]
+        for s in edits + retypes + [f"DELETE FROM {t} WHERE {where}"]:
+            tried += 1
+            if verify(s) != 1: missed.append(s)
+forged = ["INSERT INTO fingerprints VALUES ('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', '{}')",
+          "INSERT INTO runs SELECT '" + "9" * 32 + "', fingerprint_id, state, started_at, finished_at, host, gpu_uuids, d9m_version, d9m_commit, catalog_digest, trials_per_case, threads, arguments, chain_root, plan_digest, resumes, chain_version FROM runs LIMIT 1",
+          "INSERT INTO cases SELECT '" + "f" * 64 + "', op, variant, backend, config, config_id, params, seed, input_digest, output_dtype, output_shape FROM cases LIMIT 1",
+          "INSERT INTO trials SELECT run_id, case_id, 2, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain FROM trials WHERE trial = 1 LIMIT 1",
+          "INSERT INTO manifest SELECT '" + "f" * 64 + "', link, origin, seq + 1, at, event, run_id, detail FROM manifest ORDER BY seq DESC LIMIT 1",
+          "INSERT INTO manifest_origin VALUES ('" + "0" * 32 + "')"]
+for s in forged:
+    tried += 1
+    if verify(s) != 1: missed.append(s)
+print(f"auditor: {tried} tamperings tried, {len(missed)} missed")
+for m in missed: print("  missed:", m)
+sys.exit(1 if missed or tried < 300 else 0)
+PY
+check "auditor: every edit, deletion and forged row is caught" 0 $?
+
+# --- item 4: the last case of a complete run deleted and its root set to NULL -------------------
+cp a.sqlite t4.sqlite
+sql t4.sqlite "DELETE FROM trials WHERE run_id = '$FIRST' AND case_id = (SELECT case_id FROM case_runs WHERE run_id = '$FIRST' ORDER BY seq DESC LIMIT 1);
+  DELETE FROM case_runs WHERE run_id = '$FIRST' AND seq = (SELECT max(seq) FROM case_runs WHERE run_id = '$FIRST');
+  UPDATE runs SET chain_root = NULL WHERE id = '$FIRST'"
+"$D9M" verify --db t4.sqlite > out; check "item 4: a truncated run with its root cleared" 1 $? out "has no chain root"
+
+# --- item 5: run metadata, the run's stack, whole runs ----------------------------------------
+for edit in "host = 'elsewhere'" "d9m_version = '9.9.9'" "catalog_digest = 'x'" "started_at = '2020-01-01T00:00:00Z'" \
+            "fingerprint_id = (SELECT fingerprint_id FROM runs WHERE id = '$SECOND')"; do
+  cp a.sqlite t5.sqlite
+  sql t5.sqlite "UPDATE runs SET $edit WHERE id = '$FIRST'"
+  "$D9M" verify --db t5.sqlite > out; check "item 5: runs edited: $edit" 1 $? out "FAULT: .*(metadata|hash chain)"
+done
+cp a.sqlite t5.sqlite
+sql t5.sqlite "DELETE FROM trials WHERE run_id = '$FIRST'; DELETE FROM case_runs WHERE run_id = '$FIRST'; DELETE FROM runs WHERE id = '$FIRST'"
+"$D9M" verify --db t5.sqlite > out; check "item 5: a whole run deleted" 1 $? out "is not in the store \(deleted\)"
+
+# --- item 6: the write-ahead log ----------------------------------------------------------------
+openssl genpkey -algorithm ed25519 -out key.pem 2> /dev/null && openssl pkey -in key.pem -pubout -out pub.pem
+cp a.sqlite w.sqlite
+"$D9M" report --db w.sqlite --format json -o w.json && "$D9M" attest --db w.sqlite --report w.json --key key.pem -o w.att
+check "item 6: attest a single-file store" 0 $?
+# A change left in the log (the writer died before any checkpoint): readers see it, the file's
+# hash does not.
+python3 -c "
+import os, sqlite3
+c = sqlite3.connect('w.sqlite'); c.execute(\"UPDATE case_runs SET detail = 'edited in the log'\"); c.commit(); os._exit(0)"
+[[ -s w.sqlite-wal ]] || fail "item 6: the test left no write-ahead log"
+"$D9M" verify --attestation w.att --pubkey pub.pem > out; check "item 6: verify --attestation sees the log beside the store" 1 $? out "write-ahead log lies beside it"
+"$D9M" report --db w.sqlite --format json -o w2.json
+"$D9M" attest --db w.sqlite --report w2.json --key key.pem -o w2.att 2> err; check "item 6: attest refuses a store with a log" 3 $? err "has a write-ahead log"
+"$D9M" report --db w.sqlite --format md --audit -o audit.md 2> err; check "item 6: report --audit refuses a store with a log" 3 $? err "has a write-ahead log"
+
+# --- item 7: attest verifies first, and binds the report to its store -------------------------
+cp a.sqlite t7.sqlite
+"$D9M" report --db t7.sqlite --format json -o t7.json
+sql t7.sqlite "UPDATE trials SET digest = '0123456789abcdef0123456789abcdef' WHERE trial = 1 AND run_id = '$FIRST'"
+"$D9M" attest --db t7.sqlite --report t7.json --key key.pem -o t7.att 2> err; check "item 7: attest refuses a store that fails verify" 1 $? err "does not verify, so it is not attested"
+[[ ! -e t7.att ]] || fail "item 7: an attestation was written for a tampered store"
+"$D9M" run --backend cpu --op bias_add -n 2 -q --db other.sqlite 2> /dev/null
+"$D9M" report --db other.sqlite --format json -o other.json
+"$D9M" attest --db a.sqlite --report other.json --key key.pem -o x.att 2> err; check "item 7: a report of another store" 2 $? err "rendered from another store"
+for f in md html junit; do
+  "$D9M" report --db a.sqlite --format $f -o a.$f
+  "$D9M" attest --db a.sqlite --report a.$f --key key.pem -o a.$f.att 2> err; check "item 7: attest a $f report" 0 $?
+  "$D9M" attest --db other.sqlite --report a.$f --key key.pem -o x.att 2> err; check "item 7: a $f report of another store" 2 $? err "rendered from another store"
+done
+"$D9M" report --db a.sqlite --format csv -o a.csv
+"$D9M" attest --db a.sqlite --report a.csv --key key.pem -o x.att 2> err; check "item 7: a CSV report" 2 $? err "CSV report names no evidence digest"
+
+# --- item 8: verify --attestation on unsigned, forged and malformed input -----------------------
+# sign FILE PAYLOAD_JSON: an envelope of PAYLOAD_JSON signed with key.pem (as an attacker holding
+# no key cannot, and a careless signer might)
+sign() {
+  python3 - "$1" "$2" << 'PY'
+import base64, json, subprocess, sys
+out, payload = sys.argv[1], sys.argv[2].encode()
+t = b"application/vnd.in-toto+json"
+open("pae.bin", "wb").write(b"DSSEv1 %d %s %d %s" % (len(t), t, len(payload), payload))
+subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", "key.pem", "-rawin", "-in", "pae.bin", "-out", "sig.bin"], check=True)
+json.dump({"payloadType": t.decode(), "payload": base64.b64encode(payload).decode(),
+           "signatures": [{"keyid": "", "sig": base64.b64encode(open("sig.bin", "rb").read()).decode()}]}, open(out, "w"))
+PY
+}
+ZERO='{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "/dev/zero", "digest": {"sha256": "'$(printf '0%.0s' {1..64})'"}}], "predicateType": "https://in-toto.io/attestation/test-result/v0.1", "predicate": {"result": "PASSED"}}'
+python3 -c "
+import base64, json, sys
+json.dump({'payloadType': 'application/vnd.in-toto+json', 'payload': base64.b64encode(sys.argv[1].encode()).decode(),
+           'signatures': [{'keyid': '', 'sig': base64.b64encode(b'x' * 64).decode()}]}, open('forged.att', 'w'))" "$ZERO"
+timeout 20 "$D9M" verify --attestation forged.att --pubkey pub.pem > out; check "item 8: a forged envelope naming /dev/zero" 1 $? out "no signature verifies"
+sign zero.att "$ZERO"
+timeout 20 "$D9M" verify --attestation zero.att --pubkey pub.pem > out; check "item 8: a signed statement naming /dev/zero" 1 $? out "/dev/zero: not a regular file"
+mkfifo fifo
+timeout 20 "$D9M" verify --attestation fifo --pubkey pub.pem 2> err; check "item 8: a FIFO as the envelope" 2 $? err "not a regular file"
+head -c $((65 * 1024 * 1024)) /dev/zero > big.att
+timeout 20 "$D9M" verify --attestation big.att --pubkey pub.pem 2> err; check "item 8: an envelope over the size limit" 2 $? err "more than the 67108864 allowed"
+n=0
+for bad in '[]' '{"payloadType": 1}' '{"payloadType": "application/vnd.in-toto+json", "payload": 7}' \
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": [1]}' \
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": "x"}' \
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": [{"sig": 5}]}' \
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "e30=", "signatures": [{"sig": "e30=", "keyid": []}]}' \
+           '{"payloadType": "application/vnd.in-toto+json", "payload": "not base64!"}' '{"a": ' '' '{"payloadType": 1e999999}'; do
+  n=$((n + 1)); printf '%s' "$bad" > bad$n.att
+  timeout 20 "$D9M" verify --attestation bad$n.att --pubkey pub.pem > out 2> err; check "item 8: malformed envelope $n ($bad)" 2 $? err "bad$n.att: "
+done
+for stmt in '[]' '{"_type": "https://in-toto.io/Statement/v1", "subject": 3}' \
+            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "a.sqlite", "digest": {"sha256": 5}}]}' \
+            '{"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": 1}], "predicate": {"result": 2}}' 'not json' \
+            '{"_type": "https://in-toto.io/Statement/v1", "n": 1e999999}'; do
+  n=$((n + 1)); sign bad$n.att "$stmt"
+  timeout 20 "$D9M" verify --attestation bad$n.att --pubkey pub.pem > out 2> err; check "item 8: signed malformed statement ($stmt)" 2 $? err "bad$n.att: "
+done
+
+# --- item 10: a failed merge leaves OUT as it was ---------------------------------------------
+# OUT of schema 1 (the migration) and OUT with a dead 'running' run (marking it interrupted),
+# each merged with an input that conflicts: refused, and OUT unchanged byte for byte.
+cp "$HERE/../store/v1-store.sqlite" old.sqlite
+killed_run dead.sqlite 3 run "${SMALL[@]}"
+[[ $(value dead.sqlite "select state from runs") == running ]] || fail "item 10: the killed run is not left running"
+for out in old dead; do
+  cp $out.sqlite $out-bad.sqlite
+  sql $out-bad.sqlite "UPDATE trials SET elapsed_ns = elapsed_ns + 1 WHERE trial = 0"
+  before=$(sha256sum < $out.sqlite)
+  "$D9M" merge -o $out.sqlite $out-bad.sqlite 2> err; check "item 10: merge into $out with a tampered input" 1 $? err "does not verify, so it is not merged"
+  [[ $(sha256sum < $out.sqlite) == "$before" ]] || fail "item 10: the failed merge changed $out.sqlite"
+  ls $out.sqlite.* > /dev/null 2>&1 && fail "item 10: the failed merge left files beside $out.sqlite: $(ls $out.sqlite.*)"
+done
+[[ $(value old.sqlite "pragma user_version") == 1 ]] || fail "item 10: the failed merge migrated OUT"
+[[ $(value dead.sqlite "select state from runs") == running ]] || fail "item 10: the failed merge marked OUT's run interrupted"
+
+# --- item 11: a run left running merges idempotently, in any order, also once it has ended ----
+cp dead.sqlite s-running.sqlite
+"$D9M" merge -o m1.sqlite s-running.sqlite > out; check "item 11: merge a running run" 0 $?
+"$D9M" merge -o m1.sqlite s-running.sqlite > out; check "item 11: merge it again" 0 $? out " 0 rows added"
+"$D9M" run "${SMALL[@]}" --resume --db dead.sqlite 2> err; check "item 11: the run resumed to its end" 0 $? err "resumed run"
+"$D9M" merge -o m1.sqlite dead.sqlite > out; check "item 11: merge it once it ended" 0 $? out "advanced to a later state"
+"$D9M" merge -o m1.sqlite s-running.sqlite dead.sqlite > out; check "item 11: and again" 0 $? out " 0 rows added"
+"$D9M" merge -o m2.sqlite dead.sqlite s-running.sqlite > /dev/null; check "item 11: the other order" 0 $?
+"$D9M" verify --db m1.sqlite > out; check "item 11: the merged store verifies" 0 $? out ": OK"
+for m in m1 m2; do
+  python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(c.execute('select id, state, finished_at, chain_root, resumes from runs order by id').fetchall())
+print(c.execute('select run_id, case_id, chain from case_runs order by 1, 2').fetchall())
+print(sorted(r[0] for r in c.execute('select link from manifest')))" $m.sqlite > $m.rows
+done
+cmp -s m1.rows m2.rows; check "item 11: the same runs, case rows and run events in either order" 0 $?
+[[ $(value m1.sqlite "select state from runs") == complete ]] || fail "item 11: the merged run is not complete"
+cp a.sqlite bad-in.sqlite
+sql bad-in.sqlite "UPDATE runs SET host = 'elsewhere'"
+before=$(sha256sum < m1.sqlite)
+"$D9M" merge -o m1.sqlite bad-in.sqlite 2> err; check "item 11: a tampered input" 1 $? err "does not verify"
+[[ $(sha256sum < m1.sqlite) == "$before" ]] || fail "item 11: a refused merge changed OUT"
+# A genuine conflict: the same interrupted run resumed in two copies ends differently in each.
+killed_run fork.sqlite 3 run "${SMALL[@]}"
+cp fork.sqlite fork2.sqlite
+"$D9M" run "${SMALL[@]}" --resume --db fork.sqlite 2> /dev/null
+"$D9M" run "${SMALL[@]}" --resume --db fork2.sqlite 2> /dev/null
+"$D9M" merge -o forks.sqlite fork.sqlite fork2.sqlite 2> err; check "item 11: one run continued in two copies" 2 $? err "conflicts with what is already merged"
+[[ ! -e forks.sqlite ]] || fail "item 11: a conflicting merge left an output"
+
+# --- item 12: merge -o through a symlink writes where run --db writes ---------------------------
+mkdir real
+cp other.sqlite real/store.sqlite
+ln -s real/store.sqlite link.sqlite
+"$D9M" merge -o link.sqlite a.sqlite > /dev/null; check "item 12: merge -o a symlink" 0 $?
+[[ -L link.sqlite ]] || fail "item 12: merge replaced the symlink by a file"
+[[ $(value real/store.sqlite "select count(*) from runs") == 3 ]] || fail "item 12: the merged runs are not in the file the link names"
+"$D9M" verify --db link.sqlite > out; check "item 12: verify through the link" 0 $? out "OK \(3 runs"
+
+echo "$pass passed, $failures failed"
+[[ $failures == 0 ]]
