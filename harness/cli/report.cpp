@@ -4,11 +4,13 @@
 
 #include "harness/cli/common.h"
 #include "harness/cli/verbs.h"
+#include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
 #include "harness/store/snapshot.h"
 #include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m::cli {
 namespace {
@@ -22,10 +24,19 @@ struct ReportArgs {
 int report(const ReportArgs& a) {
   check_output(a.output);
   const Store store = Store::open(a.db, Store::Mode::read_only);
-  // The audit report quotes the store file's SHA-256: only of a file that holds everything.
+  // The audit report quotes the store file's SHA-256: only of a file that holds everything, and
+  // only of a store that verifies (a filing must not present edited evidence as clean).
   std::optional<SingleFileSnapshot> snapshot;
-  if (a.audit) snapshot.emplace(store, "audited");
+  if (a.audit) {
+    snapshot.emplace(store, "audited");
+    const VerifyReport v = verify_store(store);
+    if (!v.problems.empty())
+      fail_store_fault(a.db + ": does not verify, so no audit report is rendered from it: " + v.problems.front() +
+                       (v.problems.size() > 1 ? " (and " + std::to_string(v.problems.size() - 1) + " more)" : "") +
+                       ". `d9m verify --db " + a.db + "` lists every fault");
+  }
   ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
+  if (a.audit) data.store_sha256 = sha256_file(store.path());
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
   select_stacks(data, a.stacks);
   const StatusModel model = build_status_model(data);

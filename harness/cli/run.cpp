@@ -55,7 +55,6 @@ int run(const RunArgs& a) {
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
   RunOptions opt;
   opt.resume = a.resume;
-  opt.catalog_path = a.catalog;
   opt.case_timeout_s = a.timeout;
   if (!a.no_isolation) opt.worker_executable = self_executable();
   opt.trials = a.trials;

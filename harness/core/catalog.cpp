@@ -84,6 +84,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
 
   Catalog cat;
   cat.source = source;
+  cat.text = text;
   std::set<std::pair<std::string, std::string>> names;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const std::string path = "configs[" + std::to_string(i) + "]";

@@ -31,6 +31,7 @@ struct CatalogConfig {
 
 struct Catalog {
   std::string source;  // file name, or "<default>"
+  std::string text;    // the bytes it was parsed from: worker processes parse these, never the file again
   std::string digest;  // SHA-256 of the canonical JSON
   std::vector<CatalogConfig> configs;
 };

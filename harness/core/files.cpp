@@ -154,6 +154,29 @@ void make_dirs(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) fail_environment(path + ": not a folder");
 }
 
+void check_no_links_within(const std::string& root, const std::string& relative) {
+  std::string at = root;
+  std::size_t from = 0;
+  while (from <= relative.size()) {
+    const std::size_t slash = std::min(relative.find('/', from), relative.size());
+    at += "/" + relative.substr(from, slash - from);
+    from = slash + 1;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return;  // from here on nothing exists yet
+    if (S_ISLNK(st.st_mode))
+      fail_environment(at + ": is a symbolic link inside the output folder " + root +
+                       "; d9m writes only into folders it finds or makes there, so that nothing lands elsewhere");
+  }
+}
+
+void make_dirs_within(const std::string& root, const std::string& relative) {
+  check_no_links_within(root, relative);
+  make_dirs(root + "/" + relative);
+  // A link made between the check and the mkdir: mkdir follows nothing it creates, so one made
+  // meanwhile is seen here.
+  check_no_links_within(root, relative);
+}
+
 void check_not_a_folder(const std::string& path) {
   struct stat st {};
   if (path.empty() || path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))

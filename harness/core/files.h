@@ -28,6 +28,14 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // mkdir -p; throws Error(environment) naming the folder that could not be made.
 void make_dirs(const std::string& path);
 
+// mkdir -p of root/relative, where no folder below `root` may be a symbolic link: a link planted
+// inside an output tree would send d9m's files somewhere else. `root` itself may be one (the
+// user named it). Throws Error(environment) naming the link or the folder that could not be made.
+void make_dirs_within(const std::string& root, const std::string& relative);
+// The same check without making anything: every part of root/relative that exists is a real
+// folder (not a link).
+void check_no_links_within(const std::string& root, const std::string& relative);
+
 // Checks, before any work is done, that write_file_atomically(path, ...) can succeed: the
 // folder exists and accepts a new file, and `path` is not a folder. Throws Error(environment)
 // naming the place. Writes nothing that stays (the folder is probed with a temporary file).

@@ -1,5 +1,7 @@
 #include "harness/core/json_text.h"
 
+#include <optional>
+
 #include "harness/core/error.h"
 
 namespace d9m {
@@ -20,10 +22,9 @@ std::string position_of(const std::string& text, std::size_t byte) {
   return std::to_string(line) + ":" + std::to_string(col);
 }
 
-// Refuses nesting deeper than kMaxJsonDepth before the parser builds it, naming the bracket that
-// goes one level too deep. Brackets inside strings do not count; whatever else is malformed is
-// left to the parser, which says what it expected.
-void check_depth(const std::string& text, const std::string& source) {
+// The offset of the bracket that nests one level deeper than kMaxJsonDepth, if any. Brackets
+// inside strings do not count; whatever else is malformed is left to the parser.
+std::optional<std::size_t> too_deep_at(const std::string& text) {
   int depth = 0;
   bool in_string = false, escaped = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -35,13 +36,20 @@ void check_depth(const std::string& text, const std::string& source) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth)
-        fail_usage(source + ":" + position_of(text, i) + ": nested more than " + std::to_string(kMaxJsonDepth) +
-                   " levels deep (arrays and objects)");
+      if (++depth > kMaxJsonDepth) return i;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
   }
+  return std::nullopt;
+}
+
+// Refuses nesting deeper than kMaxJsonDepth before the parser builds it, naming the bracket that
+// goes one level too deep.
+void check_depth(const std::string& text, const std::string& source) {
+  if (const auto at = too_deep_at(text))
+    fail_usage(source + ":" + position_of(text, *at) + ": nested more than " + std::to_string(kMaxJsonDepth) +
+               " levels deep (arrays and objects)");
 }
 
 }  // namespace
@@ -62,6 +70,12 @@ nlohmann::json parse_json_input(const std::string& text, const std::string& sour
     if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     fail_usage(source + ": " + what);
   }
+}
+
+nlohmann::json parse_stored_json(const std::string& text) {
+  if (too_deep_at(text)) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
 }
 
 std::string json_type_name(const nlohmann::json& j) {

@@ -23,6 +23,12 @@ inline constexpr int kMaxJsonDepth = 64;
 // double range or nesting deeper than kMaxJsonDepth is Error(usage) "SOURCE:LINE:COLUMN: what".
 nlohmann::json parse_json_input(const std::string& text, const std::string& source);
 
+// JSON a store holds (fingerprints, parameters, manifest details), which d9m wrote but anyone may
+// have edited: the value, or null when the text is not JSON or nests deeper than kMaxJsonDepth,
+// which printing or copying the value could not survive (`d9m verify` names such rows; a report
+// must still render). Never throws.
+nlohmann::json parse_stored_json(const std::string& text);
+
 // What a value is, for messages: "an integer", "a number", "a string", "an array", ...
 std::string json_type_name(const nlohmann::json& j);
 

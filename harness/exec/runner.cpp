@@ -231,7 +231,7 @@ class CaseRunner {
  public:
   CaseRunner(const Catalog& cat, const RunOptions& opt) : cat_(cat), controls_(canary_catalog(Registry::global())) {
     if (!opt.worker_executable.empty())
-      worker_ = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, opt.catalog_path, cat.digest, opt.threads,
+      worker_ = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, &cat, opt.threads,
                                                        opt.case_timeout_s});
     else
       host_ = std::make_unique<CaseHost>(opt.threads);

@@ -34,9 +34,8 @@ struct RunOptions {
   bool canaries = true;                     // include the deterministic and nondeterministic controls
   bool resume = false;                      // continue the newest interrupted run of the same plan
   // Isolation: the d9m binary to start worker processes from (see harness/exec/worker.h); empty runs
-  // every case in this process. The catalogue path is what the worker loads ("" = built-in).
+  // every case in this process.
   std::string worker_executable;
-  std::string catalog_path;
   double case_timeout_s = 300;              // the watchdog: longest wait for a case's next trial
   std::string arguments_json = "[]";
 };

@@ -18,9 +18,9 @@ const std::string& component(const std::string& name, const char* what) {
   return name;
 }
 
-std::string config_folder(const std::string& root, const CatalogConfig& cc) {
-  return root + "/" + component(cc.op->name, "op") + "/" + component(cc.name, "config");
-}
+// The config's folder below the root, and the whole path.
+std::string config_relative(const CatalogConfig& cc) { return component(cc.op->name, "op") + "/" + component(cc.name, "config"); }
+std::string config_folder(const std::string& root, const CatalogConfig& cc) { return root + "/" + config_relative(cc); }
 std::string input_file(const std::string& root, const CatalogConfig& cc, const TensorDesc& input) {
   return config_folder(root, cc) + "/inputs/" + component(input.name, "input") + ".npy";
 }
@@ -36,6 +36,7 @@ void check_saved_outputs(const std::string& root, const std::vector<PlannedCase>
   for (const auto& pc : cases) {
     const CatalogConfig& cc = *pc.config;
     if (configs.insert(&cc).second) {
+      check_no_links_within(root, config_relative(cc) + "/inputs");
       check_output_folder(config_folder(root, cc) + "/inputs");  // and, on the way, the config's folder
       check_not_a_folder(config_folder(root, cc) + "/config.json");
       for (const auto& in : cc.problem.inputs) check_not_a_folder(input_file(root, cc, in));
@@ -46,7 +47,7 @@ void check_saved_outputs(const std::string& root, const std::vector<PlannedCase>
 
 void save_inputs(const std::string& root, const CatalogConfig& cc, const std::vector<HostTensor>& inputs,
                  const std::string& input_digest) {
-  make_dirs(config_folder(root, cc) + "/inputs");
+  make_dirs_within(root, config_relative(cc) + "/inputs");
   nlohmann::json in = nlohmann::json::array();
   for (const auto& t : inputs) {
     write_npy(input_file(root, cc, t.desc()), t.desc(), t.data());
@@ -61,6 +62,7 @@ void save_inputs(const std::string& root, const CatalogConfig& cc, const std::ve
 }
 
 void save_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v, const void* data) {
+  check_no_links_within(root, config_relative(cc));
   write_npy(output_file(root, cc, v), cc.problem.output, data);
 }
 

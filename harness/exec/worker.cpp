@@ -1,4 +1,5 @@
 #include "harness/exec/worker.h"
+#include "harness/core/json_text.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -144,11 +145,7 @@ void Worker::start() {
     fail_environment(std::string("cannot create a pipe for the worker: ") + std::strerror(errno));
   }
   std::vector<std::string> args = {opt_.executable, "_worker", "--threads", std::to_string(opt_.threads),
-                                   "--catalog-digest", opt_.catalog_digest, "--parent", std::to_string(::getpid())};
-  if (!opt_.catalog_path.empty()) {
-    args.push_back("--catalog");
-    args.push_back(opt_.catalog_path);
-  }
+                                   "--catalog-digest", opt_.catalog->digest, "--parent", std::to_string(::getpid())};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -205,14 +202,21 @@ std::string Worker::reap_reason() {
 
 std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
                                       const TrialCallback& after_trial, const std::function<bool()>& stop) {
-  if (pid_ < 0) start();
+  CaseExecution failed;  // what is known if the worker does not finish the case
+  failed.kind = CaseExecution::Kind::error;
+  if (pid_ < 0) {
+    start();
+    const json catalog = {{"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}};
+    if (!write_all(to_worker_, json_text(catalog) + "\n")) {
+      failed.detail = "the worker process " + reap_reason() + " before it took the catalogue";
+      return failed;
+    }
+  }
   const json request = {{"catalog", canary_catalog ? "controls" : "main"},
                         {"config", config_index},
                         {"variant", req.variant->name},
                         {"trials", req.trials},
                         {"save_outputs", req.save_outputs ? json(*req.save_outputs) : json(nullptr)}};
-  CaseExecution failed;  // what is known if the worker does not finish the case
-  failed.kind = CaseExecution::Kind::error;
   if (!write_all(to_worker_, request.dump() + "\n")) {
     failed.detail = "the worker process " + reap_reason() + " before it took the case";
     return failed;
@@ -308,7 +312,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
   }
 }
 
-int worker_main(const Catalog& catalog, unsigned threads, const std::string& catalog_digest, pid_t parent) {
+int worker_main(unsigned threads, const std::string& catalog_digest, pid_t parent) {
   // Die with the parent: a run killed with SIGKILL must not leave a worker computing on.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;
@@ -320,15 +324,24 @@ int worker_main(const Catalog& catalog, unsigned threads, const std::string& cat
   auto send = [&](const json& j) {
     if (!write_all(proto, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) std::_Exit(1);
   };
-  if (catalog.digest != catalog_digest) {
-    send({{"fatal", catalog.source + ": the catalogue changed on disk during the run (SHA-256 " + catalog.digest +
-                        ", the run started with " + catalog_digest + ")"},
-          {"category", to_string(ErrorCategory::environment)}});
+  // The run's catalogue, as the bytes the run parsed: the same configs at the same indices.
+  std::string line;
+  Catalog catalog;
+  try {
+    if (!std::getline(std::cin, line)) return 0;  // the run ended before it sent one
+    const json first = json::parse(line, nullptr, false);
+    if (!first.is_object() || !first.contains("catalog_text") || !first["catalog_text"].is_string() || !first.contains("source") ||
+        !first["source"].is_string())
+      fail_internal("worker: the first message is not the catalogue");
+    catalog = parse_catalog(first["catalog_text"].get<std::string>(), first["source"].get<std::string>(), Registry::global());
+    if (catalog.digest != catalog_digest)
+      fail_internal(catalog.source + ": the worker was sent a catalogue of SHA-256 " + catalog.digest + ", the run's is " + catalog_digest);
+  } catch (const Error& e) {
+    send({{"fatal", e.what()}, {"category", to_string(e.category())}});
     return 3;
   }
   const Catalog& controls = canary_catalog(Registry::global());
   CaseHost host(threads);
-  std::string line;
   while (std::getline(std::cin, line)) {
     const json req = json::parse(line, nullptr, false);
     const Catalog& cat = req.is_object() && req.value("catalog", "") == "controls" ? controls : catalog;

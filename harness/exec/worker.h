@@ -5,7 +5,10 @@
 // CUDA context). One worker serves case after case until one fails; the next case gets a new one.
 //
 // Protocol, one JSON document per line:
-//   parent -> worker  {"catalog": "main"|"controls", "config": index, "variant": name, "trials": N,
+//   parent -> worker  {"catalog_text": text, "source": name}  once, first: the catalogue the run
+//                                                        parsed, as bytes (a file may change, or
+//                                                        be a pipe read once)
+//                     {"catalog": "main"|"controls", "config": index, "variant": name, "trials": N,
 //                      "save_outputs": dir|null}
 //   worker -> parent  {"inputs": input_digest}            once the inputs exist
 //                     {"trial": k}                        after each trial (the watchdog's heartbeat)
@@ -26,8 +29,7 @@ namespace d9m {
 
 struct WorkerOptions {
   std::string executable;     // the d9m binary (its /proc/self/exe)
-  std::string catalog_path;   // as given to `d9m run --catalog` ("" for the built-in one)
-  std::string catalog_digest; // the worker refuses a catalogue that changed since
+  const Catalog* catalog;     // the run's catalogue, sent to each worker as the bytes it was parsed from
   unsigned threads = 1;
   double timeout_s = 300;     // the watchdog: longest wait for the next trial (the first includes set-up)
 };
@@ -56,7 +58,9 @@ class Worker {
   std::string buffer_;
 };
 
-// The worker process's main loop: serves requests on stdin until it closes. Returns the exit code.
-int worker_main(const Catalog& catalog, unsigned threads, const std::string& catalog_digest, pid_t parent);
+// The worker process's main loop: reads the catalogue, then serves requests on stdin until it
+// closes. `catalog_digest` is the run's, which the catalogue it is sent must have. Returns the
+// exit code.
+int worker_main(unsigned threads, const std::string& catalog_digest, pid_t parent);
 
 }  // namespace d9m

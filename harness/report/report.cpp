@@ -35,21 +35,13 @@ std::string report_header(const ReportData& data) {
 namespace {
 
 struct AuditFacts {
-  std::string store_sha256, wal_note;
+  std::string store_sha256;
   std::vector<std::string> anomalies;
 };
 
 AuditFacts audit_facts(const ReportData& data, const StatusModel& model) {
   AuditFacts f;
-  f.store_sha256 = sha256_file(data.store_path);
-  const std::string wal = sha256_file(data.store_path + "-wal");
-  std::FILE* w = std::fopen((data.store_path + "-wal").c_str(), "rb");
-  if (w) {
-    std::fseek(w, 0, SEEK_END);
-    if (std::ftell(w) > 0) f.wal_note = "the store has a write-ahead log (" + data.store_path + "-wal, sha256 " + wal +
-                                        "); `d9m merge -o FILE STORE` makes a single-file copy whose hash covers everything";
-    std::fclose(w);
-  }
+  f.store_sha256 = data.store_sha256.empty() ? "not taken" : data.store_sha256;
   for (const auto& failure : model.verdict.failures) f.anomalies.push_back(to_string(failure.kind) + ": " + failure.text);
   for (const auto& warning : model.verdict.warnings) f.anomalies.push_back("warning: " + warning);
   for (const auto& r : data.results) {
@@ -95,8 +87,7 @@ std::string audit_sections_md(const ReportData& data, const StatusModel& model) 
   const AuditFacts f = audit_facts(data, model);
   std::ostringstream o;
   o << "## Identification\n\n- tool: d9m " << d9m_version() << ", commit " << d9m_commit() << "\n- date: " << data.generated_at
-    << "\n- store: `" << data.store_path << "`, SHA-256 `" << (f.store_sha256.empty() ? "unreadable" : f.store_sha256) << "`\n";
-  if (!f.wal_note.empty()) o << "- note: " << f.wal_note << "\n";
+    << "\n- store: `" << data.store_path << "`, SHA-256 `" << f.store_sha256 << "`\n";
   o << "- catalogue SHA-256: " << format::join(data.catalog_digests, ", ") << "\n\n## Procedure\n\n" << kProcedure
     << "\n\n## Acceptance criteria\n\n" << kCriteria << "\n\n## Runs\n\nThe chain root of a run is the last link of the SHA-256 "
        "chain over its rows (`d9m verify` recomputes it); quoting it here anchors the evidence outside the store.\n\n"
@@ -120,8 +111,8 @@ std::string audit_sections_html(const ReportData& data, const StatusModel& model
   std::ostringstream o;
   o << "<h2>Identification</h2>\n<table><tbody><tr><th>tool</th><td>d9m " << xml_escape(d9m_version() + ", commit " + d9m_commit())
     << "</td></tr><tr><th>date</th><td>" << xml_escape(data.generated_at) << "</td></tr><tr><th>store</th><td><code>"
-    << xml_escape(data.store_path) << "</code><br>SHA-256 <code>" << xml_escape(f.store_sha256.empty() ? "unreadable" : f.store_sha256)
-    << "</code>" << (f.wal_note.empty() ? "" : "<br>" + xml_escape(f.wal_note)) << "</td></tr><tr><th>catalogue SHA-256</th><td><code>"
+    << xml_escape(data.store_path) << "</code><br>SHA-256 <code>" << xml_escape(f.store_sha256)
+    << "</code></td></tr><tr><th>catalogue SHA-256</th><td><code>"
     << xml_escape(format::join(data.catalog_digests, ", ")) << "</code></td></tr></tbody></table>\n";
   o << "<h2>Procedure</h2>\n<p>" << xml_escape(kProcedure) << "</p>\n<h2>Acceptance criteria</h2>\n<p>" << xml_escape(kCriteria) << "</p>\n";
   o << "<h2>Runs</h2>\n<p>The chain root of a run is the last link of the SHA-256 chain over its rows (<code>d9m verify</code> "

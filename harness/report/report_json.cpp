@@ -21,7 +21,7 @@ json result_json(const ReportData& data, const StatusModel& m, const CaseResult&
             {"backend", r.backend},
             {"config", r.config},
             {"config_id", r.config_id},
-            {"params", json::parse(r.params, nullptr, false)},
+            {"params", parse_stored_json(r.params)},
             {"stack", r.stack},
             {"stack_label", data.stack(r.stack).label},
             {"case_id", r.case_id},

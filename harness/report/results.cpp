@@ -8,6 +8,7 @@
 
 #include "harness/core/catalog.h"
 #include "harness/core/error.h"
+#include "harness/core/json_text.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
@@ -123,7 +124,7 @@ class Loader {
     StackInfo si;
     si.id = id;
     si.label = std::string("S").append(std::to_string(d_.stacks.size() + 1));
-    si.fingerprint = json::parse(canonical, nullptr, false);
+    si.fingerprint = parse_stored_json(canonical);
     d_.stacks.push_back(std::move(si));
     return d_.stacks.back();
   }

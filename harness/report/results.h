@@ -58,6 +58,9 @@ struct RunRow {
 
 struct ReportData {
   std::string store_path;
+  // The store file's SHA-256, where the caller took it with nothing in a write-ahead log (`report
+  // --audit` under a SingleFileSnapshot): the audit sections quote it. Empty: not taken.
+  std::string store_sha256;
   std::vector<RunRow> run_rows;
   std::string generated_at;
   std::vector<StackInfo> stacks;

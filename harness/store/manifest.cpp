@@ -147,7 +147,7 @@ RunAccount account_for(const RunFacts& run, const std::optional<std::string>& he
   std::vector<Snapshot> ended;
   std::set<std::int64_t> resumptions;
   for (const ManifestEvent* e : events) {
-    const json d = json::parse(e->detail, nullptr, false);
+    const json d = parse_stored_json(e->detail);
     if (e->event == "begun" || e->event == "adopted") {
       a.started = true;
       const auto h = detail_text(d, "head");

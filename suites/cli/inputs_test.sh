@@ -84,6 +84,11 @@ expect "save-outputs where a control's folder is a file" 3 "_canary is a file, n
   "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs deep2
 expect "save-outputs in /proc" 3 "/proc/d9m-out: cannot write in folder /proc" \
   "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs /proc/d9m-out
+# A symbolic link planted inside the outputs tree would send the files elsewhere: refused.
+mkdir -p linked elsewhere && ln -s "$T/elsewhere" linked/bias_add_grad
+expect "save-outputs through a link planted in the tree" 3 "linked/bias_add_grad: is a symbolic link inside the output folder" \
+  "$D9M" run "${ONE[@]}" --db old.sqlite --save-outputs linked
+holds "nothing written where the link points" test -z "$(ls elsewhere)"
 holds "the old store is still unchanged" same old.sqlite old.orig
 holds "still no migration backup" test -z "$(ls old.sqlite.* 2> /dev/null)"
 if [[ $(id -u) != 0 ]]; then  # root writes into a read-only folder anyway
@@ -127,6 +132,9 @@ rm huge.json
 holds "no store for a bad catalogue" test ! -e deep.sqlite
 echo "{\"schema\": \"d9m.catalog/1\", \"configs\": [$(cfg bias_add piped)]}" > piped.json
 expect "a catalogue through a pipe" 0 "configs: piped" "$D9M" list --catalog <(cat piped.json)
+# The worker processes get the bytes the run parsed, not the path: a pipe is read once (every case
+# was an ERROR, the workers finding it drained).
+expect "a run of a catalogue through a pipe" 0 "PASS: every claim held" "$D9M" run --catalog <(cat piped.json) --backend cpu -n 2 --db piped.sqlite
 
 # --- 15: a baseline that is malformed or checks nothing fails ---------------------------------
 "$D9M" baseline pin --db a.sqlite -o base.json || exit 1
@@ -139,7 +147,8 @@ edited('numeric.json', lambda c: c['stacks'][0]['cases'][0].update(digest=5))
 edited('nostacks.json', lambda c: c.update(stacks=[]))
 edited('nocases.json', lambda c: c['stacks'][0].update(cases=[]))
 edited('othercat.json', lambda c: [x.update(case_id='%064x' % i) for i, x in enumerate(c['stacks'][0]['cases']) if not x['config'].startswith('_')])
-edited('malformed.json', lambda c: c.update(stacks=[1, 2]))"
+edited('malformed.json', lambda c: c.update(stacks=[1, 2]))
+edited('onemissing.json', lambda c: next(x for x in c['stacks'][0]['cases'] if not x['config'].startswith('_')).update(case_id='%064x' % 7))"
 expect "baseline, numeric digest" 2 "numeric.json: stacks\[0\]\.cases\[0\]\.digest: expected 32 lowercase hex digits, got an integer" \
   "$D9M" baseline check --db a.sqlite numeric.json
 expect "baseline with no stacks" 2 "nostacks.json: stacks: the baseline pins no case" "$D9M" baseline check --db a.sqlite nostacks.json
@@ -152,7 +161,9 @@ expect "/dev/zero as a baseline" 2 "/dev/zero: larger than the limit of 64 MiB f
 OMP_NUM_THREADS=3 "$D9M" run "${ONE[@]}" --db other-stack.sqlite 2> /dev/null  # another stack: an env var in the fingerprint
 expect "baseline of another stack" 2 "base.json: nothing checked: .*pinned on stacks [0-9a-f]{12}; the store has S1 [0-9a-f]{12}" \
   "$D9M" baseline check --db other-stack.sqlite base.json
-expect "the baseline checks its own store" 0 " 0 drifted" "$D9M" baseline check --db a.sqlite base.json
+expect "the baseline checks its own store" 0 " 0 drifted, 0 missing" "$D9M" baseline check --db a.sqlite base.json
+# A pinned case the store no longer holds is evidence that did not come back: it fails (it passed).
+expect "a pinned case missing from the store" 1 "0 drifted, 1 missing" "$D9M" baseline check --db a.sqlite onemissing.json
 "$D9M" run --backend cpu --op bias_add_grad --variant cpu.atomic -n 2 -q --db atomic.sqlite 2> /dev/null
 expect "pin with nothing to pin" 2 "atomic.sqlite: no case claimed deterministic gave one digest" \
   "$D9M" baseline pin --db atomic.sqlite -o empty.json

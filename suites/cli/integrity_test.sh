@@ -264,5 +264,13 @@ ln -s real/store.sqlite link.sqlite
 [[ $(value real/store.sqlite "select count(*) from runs") == 3 ]] || fail "item 12: the merged runs are not in the file the link names"
 "$D9M" verify --db link.sqlite > out; check "item 12: verify through the link" 0 $? out "OK \(3 runs"
 
+# --- report --audit: only of a store that verifies, quoting the file's real SHA-256 -----------------
+"$D9M" report --db other.sqlite --format md --audit -o audit.md; check "audit of a sound store" 0 $?
+grep -q "SHA-256 \`$(sha256sum < other.sqlite | cut -d' ' -f1)\`" audit.md || fail "the audit report does not quote the store's SHA-256"
+cp other.sqlite audited.sqlite
+sql audited.sqlite "UPDATE runs SET host = 'elsewhere'"
+"$D9M" report --db audited.sqlite --format html --audit -o audit2.html 2> err; check "audit of an edited store" 1 $? err "does not verify, so no audit report"
+[[ ! -e audit2.html ]] || fail "an audit report was written for a store that does not verify"
+
 echo "$pass passed, $failures failed"
 [[ $failures == 0 ]]

@@ -8,6 +8,7 @@
 
 #include "harness/report/model.h"
 #include "harness/report/report.h"
+#include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 
 namespace d9m {
@@ -172,6 +173,32 @@ TEST(Report, WarnsOfACudnnOlderThanTheBuild) {
   ASSERT_EQ(v.warnings.size(), 2u);
   EXPECT_NE(v.warnings[0].find("cuDNN 9.14.0 was loaded on S1 by a d9m built against 9.19.0"), std::string::npos) << v.warnings[0];
   EXPECT_NE(v.warnings[1].find("on S3"), std::string::npos) << v.warnings[1];
+}
+
+// A store is anyone's file: a fingerprint or parameters edited into JSON nested 100,000 deep (or
+// not JSON at all) must still render in every format (it crashed `report --format json` with a
+// stack overflow); `d9m verify` is what names such rows.
+TEST(Report, RendersAStoreWhoseJsonFieldsWereEditedIntoSomethingUnreadable) {
+  Fixture f;
+  {
+    Store s = Store::open(f.path, Store::Mode::read_write);
+    const std::string run = begin(s);
+    put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+    s.finish_run(run, "complete");
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    sql::Statement(s.db(), "UPDATE fingerprints SET canonical = ?").bind(1, deep).run();
+    sql::exec(s.db(), "UPDATE cases SET params = '{not json'");
+  }
+  Store s = Store::open(f.path, Store::Mode::read_only);
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
+  const auto j = nlohmann::json::parse(render_json(d, m));
+  EXPECT_TRUE(j["stacks"][0]["fingerprint"].is_null());
+  EXPECT_TRUE(j["results"][0]["params"].is_null());
+  EXPECT_FALSE(render_markdown(d, m, true).empty());
+  EXPECT_FALSE(render_html(d, m, true).empty());
+  EXPECT_FALSE(render_junit(d, m).empty());
+  EXPECT_FALSE(render_csv(d, m).empty());
 }
 
 }  // namespace

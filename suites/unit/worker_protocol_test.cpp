@@ -32,14 +32,14 @@ TEST_P(WorkerProtocolTest, MalformedMessageFailsTheCaseNotTheRun) {
   const fs::path script = dir / "fake_worker.sh";
   {
     std::ofstream out(script);
-    out << "#!/bin/sh\nread request\ncat <<'EOF'\n" << GetParam().lines << "\nEOF\nsleep 30\n";
+    out << "#!/bin/sh\nread catalog\nread request\ncat <<'EOF'\n" << GetParam().lines << "\nEOF\nsleep 30\n";
   }
   fs::permissions(script, fs::perms::owner_all);
 
   const Catalog cat = default_catalog(Registry::global());
   const CatalogConfig& cc = cat.configs.front();
   const VariantDef* v = Registry::global().variants_of(cc.op->name).front();
-  Worker worker(WorkerOptions{script.string(), "", cat.digest, 1, 20});
+  Worker worker(WorkerOptions{script.string(), &cat, 1, 20});
   const CaseRequest req{&cc, v, 2, std::nullopt};
   std::optional<CaseExecution> r;
   EXPECT_NO_THROW(r = worker.run(req, false, 0, nullptr, [] { return false; }));
@@ -65,11 +65,11 @@ TEST(WorkerProtocol, FatalKeepsItsCategory) {
   const fs::path dir = fs::temp_directory_path() / ("d9m_worker_fatal_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path script = dir / "fake_worker.sh";
-  std::ofstream(script) << "#!/bin/sh\nread request\necho '{\"fatal\": \"out: cannot write\", \"category\": \"environment\"}'\nsleep 30\n";
+  std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\necho '{\"fatal\": \"out: cannot write\", \"category\": \"environment\"}'\nsleep 30\n";
   fs::permissions(script, fs::perms::owner_all);
   const Catalog cat = default_catalog(Registry::global());
   const CatalogConfig& cc = cat.configs.front();
-  Worker worker(WorkerOptions{script.string(), "", cat.digest, 1, 20});
+  Worker worker(WorkerOptions{script.string(), &cat, 1, 20});
   const CaseRequest req{&cc, Registry::global().variants_of(cc.op->name).front(), 2, std::nullopt};
   try {
     worker.run(req, false, 0, nullptr, [] { return false; });
