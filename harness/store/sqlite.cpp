@@ -103,3 +103,34 @@ void Transaction::commit() {
 }
 
 }  // namespace d9m::sql
+
+namespace d9m {
+
+std::string describe_sqlite_failure(const sql::Error& e) {
+  // Out of space reaches us as SQLITE_FULL or as an I/O error, and the errno says which space
+  // (measured with SQLite 3.40: a full tmpfs gave SQLITE_FULL, or SQLITE_IOERR on BEGIN IMMEDIATE,
+  // both with ENOSPC; `ulimit -f` gave SQLITE_IOERR_WRITE with EFBIG). SQLite words them "disk
+  // I/O error" or "database or disk is full"; say what the user must fix. (sql::Error carries an
+  // errno only with the codes a failed system call gives.)
+  const int primary = e.code & 0xff;
+  switch (e.system_errno) {
+    case ENOSPC: return "cannot be written: the disk is full (" + std::string(std::strerror(ENOSPC)) + ")";
+    case EDQUOT: return "cannot be written: the disk quota is exhausted (" + std::string(std::strerror(EDQUOT)) + ")";
+    case EFBIG:
+      return "cannot be written: the file reached the largest size allowed to this process (" + std::string(std::strerror(EFBIG)) +
+             "; see ulimit -f)";
+    default: break;
+  }
+  switch (primary) {
+    case SQLITE_NOTADB: return "is not a SQLite database (nor a d9m store)";
+    case SQLITE_CORRUPT: return "is a corrupt SQLite database";
+    case SQLITE_CANTOPEN: return "cannot be opened";
+    case SQLITE_READONLY: return "is read-only";
+    case SQLITE_FULL: return "cannot be written: the disk is full (or the database reached its page limit)";
+    case SQLITE_IOERR: return std::string("cannot be read or written (I/O error: ") + e.what() + ")";
+    case SQLITE_PERM: return "cannot be accessed (permission denied)";
+    default: return std::string("cannot be used (") + e.what() + ")";
+  }
+}
+
+}  // namespace d9m

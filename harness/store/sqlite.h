@@ -67,3 +67,11 @@ class Transaction {
 };
 
 }  // namespace d9m::sql
+
+namespace d9m {
+
+// What a failed SQLite call means for a store, in the words a user acts on ("cannot be written:
+// the disk is full (No space left on device)"), for messages that begin with the store's path.
+std::string describe_sqlite_failure(const sql::Error& e);
+
+}  // namespace d9m

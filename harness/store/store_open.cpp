@@ -1,0 +1,337 @@
+// Opening a store: refusing what is not a d9m store before a byte is written, creating a new one
+// whole, migrating an older schema forward after a backup, and marking interrupted the runs whose
+// process is gone.
+#include "harness/store/store.h"
+#include "harness/core/json_text.h"
+
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/digest.h"
+#include "harness/core/embedded.h"
+#include "harness/core/error.h"
+#include "harness/store/manifest.h"
+#include "harness/store/sqlite.h"
+
+namespace d9m {
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto p = path.find_last_of('/');
+  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
+}
+
+// Reads what makes a file a d9m store. A file that is not SQLite fails right here (SQLite reads
+// the header lazily), still without anything written.
+struct Identity {
+  std::int64_t application_id = 0, user_version = 0, objects = 0;
+};
+
+Identity identify(sqlite3* db) {
+  Identity id;
+  sql::Statement a(db, "PRAGMA application_id");
+  if (a.step()) id.application_id = a.integer(0);
+  sql::Statement v(db, "PRAGMA user_version");
+  if (v.step()) id.user_version = v.integer(0);
+  sql::Statement n(db, "SELECT count(*) FROM sqlite_master");
+  if (n.step()) id.objects = n.integer(0);
+  return id;
+}
+
+
+void create_schema(sqlite3* db) {
+  sql::exec(db, embedded::store_schema_sql());
+  manifest::own_origin(db);
+  sql::exec(db, "PRAGMA application_id = " + std::to_string(kStoreApplicationId));
+  sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
+}
+
+// The tables schema 3 adds (the manifest), as the schema file declares them: migrating creates
+// exactly what a new store has.
+std::string schema3_block() {
+  const std::string& all = embedded::store_schema_sql();
+  const std::string begin = "-- schema 3 (integrity) ---", end = "-- end of schema 3 (integrity)";
+  const auto b = all.find(begin), e = all.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) fail_internal("the store schema has no schema-3 block");
+  return all.substr(b, e - b);
+}
+
+// Schema 2 -> 3: runs gain their chain version (1 for every run already there: their chains
+// stay as they were written), the manifest is created, and every run is recorded in it as
+// adopted, so that from now on deleting one, or editing its metadata, shows.
+void migrate_2_to_3(sqlite3* db) {
+  sql::exec(db, "ALTER TABLE runs ADD COLUMN chain_version INTEGER NOT NULL DEFAULT 1");
+  // Existing case rows keep role '': what they were is read from the registry, or from the naming
+  // convention of the d9m that wrote them (report/results.cpp); filling it in here would change
+  // rows the hash chain covers.
+  sql::exec(db, "ALTER TABLE case_runs ADD COLUMN role TEXT NOT NULL DEFAULT ''");
+  sql::exec(db, schema3_block());
+  manifest::own_origin(db);
+  manifest::adopt_unrecorded_runs(db);
+  sql::exec(db, "PRAGMA user_version = 3");
+}
+
+// WAL needs shared memory that every process of the store sees coherently; network file systems
+// do not give that (https://www.sqlite.org/wal.html, "WAL does not work over a network
+// filesystem"), so a store there could be silently corrupted. The magic numbers are statfs(2)'s.
+std::optional<std::string> network_filesystem(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return std::nullopt;
+  return network_filesystem_name(static_cast<std::int64_t>(fs.f_type));
+}
+
+}  // namespace
+
+std::optional<std::string> network_filesystem_name(std::int64_t f_type) {
+  switch (static_cast<std::uint32_t>(f_type)) {
+    case 0x6969: return "NFS";
+    case 0x517b: return "SMB";
+    case 0xff534d42: return "CIFS";
+    case 0xfe534d42: return "SMB2";
+    case 0x564c: return "NCP";
+    case 0x5346414f: return "AFS";
+    case 0x6b414653: return "AFS (kAFS)";
+    case 0x00c36400: return "CephFS";
+    case 0x0bd00bd0: return "Lustre";
+    case 0x47504653: return "GPFS";
+    case 0x01021997: return "9p";
+    case 0x013111a8: return "IBRIX";
+    case 0x19830326: return "FhGFS/BeeGFS";
+    case 0x65735546: return std::nullopt;  // FUSE: local or remote, cannot tell
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+// Whether a freshly written store file holds a whole database on its own: no log beside it and
+// SQLite's quick check passes when it is opened afresh.
+bool complete_store_file(const std::string& path) {
+  struct stat st {};
+  if (::stat((path + "-wal").c_str(), &st) == 0 && st.st_size > 0) return false;
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  if (ok) {
+    sqlite3_stmt* s = nullptr;
+    ok = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW &&
+         sqlite3_column_text(s, 0) && std::strcmp(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "ok") == 0;
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return ok;
+}
+
+// Creates a complete, empty store at `path` without a window in which another process could
+// see half of it: the schema is written to a private temporary file, which is then linked into
+// place. link() never replaces an existing file, so when two processes race, one wins and the
+// other simply opens the winner's store. Nothing but our own temporary file is ever removed.
+void create_store(const std::string& path) {
+  const std::string tmp = path + ".creating-" + random_run_id().substr(0, 12);
+  auto cleanup = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((tmp + suffix).c_str());
+  };
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE, nullptr);
+  try {
+    if (rc != SQLITE_OK) throw sql::Error(rc, std::string("creating: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_extended_result_codes(db, 1);
+    sql::exec(db, "PRAGMA journal_mode = WAL");  // persistent: recorded in the file header
+    sql::Transaction tx(db);
+    create_schema(db);
+    tx.commit();
+    // The schema must be in the file itself before it is linked into place: a checkpoint that
+    // fails (a full disk) would otherwise leave it only in the temporary WAL, which is removed.
+    sql::Statement checkpoint(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    if (!checkpoint.step() || checkpoint.integer(0) != 0 || checkpoint.integer(1) != checkpoint.integer(2))
+      throw sql::Error(SQLITE_IOERR, "the new store's log could not be written into its file");
+  } catch (const sql::Error& e) {
+    sqlite3_close(db);
+    cleanup();
+    fail_environment(path + ": cannot create the store: " + describe_sqlite_failure(e));
+  }
+  if (const int closed = sqlite3_close(db); closed != SQLITE_OK || !complete_store_file(tmp)) {
+    cleanup();
+    fail_environment(path + ": cannot create the store: " +
+                     describe_sqlite_failure(sql::Error(closed != SQLITE_OK ? closed : SQLITE_FULL,
+                                                        "the new store could not be completed on disk")));
+  }
+  if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+    const std::string why = std::strerror(errno);
+    cleanup();
+    fail_environment(path + ": cannot create the store (" + why + ")");
+  }
+  cleanup();
+}
+
+}  // namespace
+
+Store Store::open(const std::string& path, Mode mode) {
+  if (auto fs = network_filesystem(exists(path) ? path : parent_dir(path)))
+    fail_environment(path + ": the store is on a network file system (" + *fs +
+                     "); SQLite's WAL mode, which d9m stores use, is not safe there (readers and writers on "
+                     "different hosts corrupt it). Keep the store on a local disk and copy it, or merge stores "
+                     "with `d9m merge`, to share it");
+  if (!exists(path)) {
+    if (mode == Mode::read_only) fail_environment(path + ": no such store");
+    const std::string dir = parent_dir(path);
+    if (!exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
+    if (::access(dir.c_str(), W_OK) != 0)
+      fail_environment(path + ": cannot create the store: folder " + dir + " is not writable (" + std::strerror(errno) + ")");
+    create_store(path);
+  } else if (mode == Mode::read_write && ::access(path.c_str(), W_OK) != 0) {
+    fail_environment(path + ": the store is not writable (" + std::strerror(errno) + ")");
+  }
+
+  sqlite3* db = nullptr;
+  // URI filenames let merge ATTACH its inputs read-only ("file:...?mode=ro").
+  const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  auto refuse = [&](const std::string& why) {
+    sqlite3_close(db);
+    fail_environment(path + ": " + why);
+  };
+  if (rc != SQLITE_OK) refuse(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 60'000);
+  int schema = 0;
+
+  try {
+    // Everything below only reads until the file is known to be a d9m store of a schema this
+    // build understands: a foreign file is refused without a byte written.
+    const Identity id = identify(db);
+    if (id.application_id == 0 && id.objects == 0) refuse("is empty: not a d9m store");
+    if (id.application_id != kStoreApplicationId) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08llx", static_cast<unsigned long long>(id.application_id) & 0xffffffffull);
+      refuse(std::string("is a SQLite database of another application (application_id ") + hex +
+             ", d9m uses 0x64396d31): refusing to touch it");
+    }
+    if (id.user_version > kStoreSchemaVersion)
+      refuse("was written by a newer d9m (schema " + std::to_string(id.user_version) + "; this build reads up to " +
+             std::to_string(kStoreSchemaVersion) + "): upgrade d9m to read it");
+    if (id.user_version < 1) refuse("has an unknown d9m schema version " + std::to_string(id.user_version));
+    sql::exec(db, "PRAGMA foreign_keys = ON");
+    schema = static_cast<int>(id.user_version);
+  } catch (const sql::Error& e) {
+    refuse(describe_sqlite_failure(e));
+  }
+  Store store(db, path, schema);
+  if (mode == Mode::read_write) {
+    store.migrate();
+    store.mark_dead_runs_interrupted();
+  }
+  return store;
+}
+
+// Forward migration, one step per version, after a complete copy of the store as it was
+// (VACUUM INTO a temporary name, then linked into place: a crash leaves no half backup under
+// the final name). The schema change itself is one transaction, so a crash leaves either the old
+// store or the new one. Two processes migrating at once: the second finds the work done inside
+// its transaction and removes its own backup.
+void Store::migrate() {
+  if (schema_ >= kStoreSchemaVersion) return;
+  const int from = schema_;
+  // A private temporary name (processes may migrate at once), linked to the first free name.
+  const std::string base = path_ + ".schema" + std::to_string(from) + "-backup";
+  const std::string tmp = base + ".partial-" + random_run_id().substr(0, 12);
+  try {
+    sql::Statement(db_, "VACUUM INTO ?").bind(1, tmp).run();
+  } catch (const sql::Error& e) {
+    std::remove(tmp.c_str());
+    fail_environment(path_ + ": schema " + std::to_string(from) + " needs migrating to " +
+                     std::to_string(kStoreSchemaVersion) + ", but its backup " + tmp + " cannot be written: " +
+                     describe_sqlite_failure(e) + "; the store is unchanged");
+  }
+  std::string backup = base;
+  while (::link(tmp.c_str(), backup.c_str()) != 0) {
+    if (errno == EEXIST) {
+      backup = base + "-" + random_run_id().substr(0, 8);
+      continue;
+    }
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    fail_environment(path_ + ": cannot put the backup in place at " + backup + " (" + why + "); the store is unchanged");
+  }
+  std::remove(tmp.c_str());
+  bool migrated = false;
+  try {
+    sql::Transaction tx(db_);
+    sql::Statement v(db_, "PRAGMA user_version");
+    const std::int64_t now = v.step() ? v.integer(0) : 0;
+    if (now == 1) {
+      sql::exec(db_, "ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT ''");
+      sql::exec(db_, "ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0");
+      sql::exec(db_, "PRAGMA user_version = 2");
+      migrated = true;
+    }
+    if (now == 1 || now == 2) {
+      migrate_2_to_3(db_);
+      migrated = true;
+    }
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": migrating from schema " + std::to_string(from) + " failed: " + describe_sqlite_failure(e) +
+                     "; the store is unchanged (backup: " + backup + ")");
+  }
+  if (migrated) {
+    notice_ = path_ + ": migrated from schema " + std::to_string(from) + " to " + std::to_string(kStoreSchemaVersion) +
+              "; the store as it was is kept in " + backup;
+  } else {
+    std::remove(backup.c_str());
+  }
+  schema_ = kStoreSchemaVersion;
+}
+
+// A run left 'running' by a process that died (SIGKILL, OOM, power) is interrupted: its rows up
+// to the last committed case are evidence, its chain is closed there. The check and the update
+// happen under the write lock and while holding the run's lease, so a process resuming the run
+// at the same moment cannot be overruled.
+void Store::mark_dead_runs_interrupted() {
+  try {
+    std::vector<std::string> running;
+    {
+      sql::Statement s(db_, "SELECT id FROM runs WHERE state = 'running'");
+      while (s.step()) running.push_back(s.text(0));
+    }
+    if (running.empty()) return;
+    sql::Transaction tx(db_);
+    for (const auto& id : running) {
+      RunLease lease;
+      if (!lease.acquire(lease_key_, id)) continue;  // alive
+      close_run(id, stored_chain(db_, id), "interrupted");
+    }
+    tx.commit();
+  } catch (const sql::Error& e) {
+    fail_environment(path_ + ": cannot mark runs of dead processes interrupted: " + describe_sqlite_failure(e));
+  }
+}
+
+Store::Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {
+  char* real = ::realpath(path_.c_str(), nullptr);
+  lease_key_ = real ? real : path_;
+  std::free(real);
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+}  // namespace d9m
