@@ -152,6 +152,14 @@ bool is_sha256_hex(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// Whether a rendered report covers only part of its store (ReportData::selection): the JSON field
+// `selection`, the "# selection: " header line (Markdown, HTML) or the "selection" property (JUnit).
+bool names_a_selection(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("schema")) return j.contains("selection") && !j["selection"].is_null();
+  return text.find("# selection: ") != std::string::npos || text.find("<property name=\"selection\"") != std::string::npos;
+}
+
 std::string first_problems(const std::vector<std::string>& problems) {
   return problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : "");
 }
@@ -234,6 +242,10 @@ json attest_store(const Store& store, const std::string& report_path) {
   if (!named)
     fail_usage(report_path + ": names no evidence digest (not a d9m report, or rendered before reports named one): render it again with "
                "`d9m report --db " + store.path() + "`");
+  if (names_a_selection(report))
+    fail_usage(report_path + ": was rendered from part of the store (--run or --stacks), so its table and verdict are not those "
+               "of the statement, which covers the whole store: render it again with `d9m report --db " + store.path() +
+               "` and neither option");
   if (*named != v.evidence.digest)
     fail_usage(report_path + ": was rendered from another store, or from " + store.path() + " before it changed (the report's evidence "
                "sha256 " + *named + ", the store's " + v.evidence.digest + "): render it again from " + store.path());

@@ -25,6 +25,9 @@ std::string report_header(const ReportData& data) {
   o << "# evidence sha256: " << data.evidence.digest << "   manifest heads: "
     << (data.evidence.manifest_heads.empty() ? "none (a store older than schema 3)" : format::join(data.evidence.manifest_heads, ", "))
     << "\n";
+  if (!data.selection.empty())
+    o << "# selection: " << data.selection << " (the table and verdict cover only this part of the store; the evidence sha256 is "
+      << "the whole store's)\n";
   if (n_min >= 2)
     o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
       << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << format::num("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))

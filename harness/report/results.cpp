@@ -77,6 +77,7 @@ class Loader {
       : store_(store), db_(store.db()), run_id_(run_id), run_filter_(run_id ? " WHERE r.id = ?1" : "") {
     d_.store_path = store.path();
     d_.generated_at = utc_now();
+    if (run_id) d_.selection = "run " + *run_id;
   }
 
   ReportData load() {

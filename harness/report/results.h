@@ -69,6 +69,11 @@ struct ReportData {
   std::vector<std::int64_t> trials_per_case, threads;
   std::int64_t runs = 0, interrupted_runs = 0;
   Evidence evidence;  // of the whole store: what binds a rendered report to it (d9m attest)
+  // The part of the store the results cover when not all of it ("run <id>", "stacks S1, S3"):
+  // the table and verdict are then of that part only, while `evidence` stays the whole store's,
+  // so every format names the selection and `d9m attest` (whose statement is of the whole
+  // store) refuses such a report. Empty: the whole store.
+  std::string selection;
 
   const StackInfo& stack(const std::string& id) const;
 };
