@@ -81,4 +81,10 @@ struct ReportData {
 // Loads every run, or only `run_id`'s when given.
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
 
+// What `d9m run` judges when it ends: the cases `run_id` recorded, on its stack, with every run's
+// evidence for them. A later run on the same stack adds process-to-process evidence to the same
+// cells, so a case whose digest differs from an earlier run's diverged, though each run alone
+// gave one digest; cases the run did not record are left to `d9m report`.
+ReportData load_run_evidence(const Store& store, const std::string& run_id);
+
 }  // namespace d9m

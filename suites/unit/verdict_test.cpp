@@ -92,6 +92,32 @@ TEST_F(VerdictTest, AnErrorInOneRunDoesNotHideDivergenceInAnother) {
   EXPECT_TRUE(m.rows.at(0).cells.at(0).broken);
 }
 
+// `d9m run`'s verdict (load_run_evidence): one digest in each of two runs of a case on one stack,
+// but not the same digest, is a divergence between processes. Read alone, as `d9m run` read its
+// run before, each gave D and PASS (found by review: run exited 0 and printed D where `d9m
+// report` showed ND 2/6 and exited 1). A failure of a case the run did not record stays the
+// report's.
+TEST_F(VerdictTest, ARunsVerdictSeesTheDigestsEarlierRunsStoredForItsCases) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x", "x"}});
+  put(s, a, {.variant = "cpu.other", .role = "ordered", .digests = {"p", "q", "p"}});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cpu.blocked", .role = "ordered", .digests = {"y", "y", "y"}});
+  s.finish_run(b, "complete");
+  EXPECT_TRUE(verdict_of(load_report_data(s, b)).held());  // the run alone
+  const ReportData d = load_run_evidence(s, b);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].variant, "cpu.blocked");
+  EXPECT_EQ(d.results[0].status, Status::nondeterministic);
+  EXPECT_EQ(d.results[0].distinct, 2);
+  const Verdict v = verdict_of(d);
+  ASSERT_EQ(v.failures.size(), 1u);
+  EXPECT_EQ(v.failures[0].kind, Failure::Kind::diverged);
+  EXPECT_EQ(verdict_of(load_report_data(s)).failures.size(), 2u);  // the report's: both cases
+}
+
 // Digests of one run stand beside a run that produced none: D, with the error named (warning).
 TEST_F(VerdictTest, EvidenceOfOneDigestStandsBesideARunThatEndedInError) {
   Store s = open();
