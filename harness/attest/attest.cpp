@@ -56,19 +56,6 @@ struct PkeyFree {
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 
-Pkey read_key(const std::string& path, bool is_private) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) fail_usage(path + ": cannot read the key");
-  EVP_PKEY* k = is_private ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : PEM_read_PUBKEY(f, nullptr, nullptr, nullptr);
-  std::fclose(f);
-  if (!k) fail_usage(path + ": not a PEM " + std::string(is_private ? "private" : "public") + " key");
-  if (EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
-    EVP_PKEY_free(k);
-    fail_usage(path + ": not an Ed25519 key (make one with: openssl genpkey -algorithm ed25519 -out key.pem)");
-  }
-  return Pkey(k);
-}
-
 // keyid: SHA-256 of the DER-encoded public key.
 std::string key_id(EVP_PKEY* k) {
   unsigned char* der = nullptr;
@@ -118,6 +105,24 @@ std::string read_regular(const std::string& path, std::int64_t limit, const std:
     if (static_cast<std::int64_t>(text.size()) > limit) fail_usage(path + ": " + what + " grew past " + std::to_string(limit) + " bytes");
   }
   return text;
+}
+
+// A PEM key is a few hundred bytes; read through read_regular like every file named on the
+// command line, so a FIFO or a device given as a key is refused instead of read (a FIFO hung).
+constexpr std::int64_t kMaxKeyBytes = std::int64_t{1} << 20;
+
+Pkey read_key(const std::string& path, bool is_private) {
+  const std::string pem = read_regular(path, kMaxKeyBytes, "the key");
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  EVP_PKEY* k = !bio ? nullptr
+                     : is_private ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                                  : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);
+  if (!k) fail_usage(path + ": not a PEM " + std::string(is_private ? "private" : "public") + " key");
+  if (EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
+    EVP_PKEY_free(k);
+    fail_usage(path + ": not an Ed25519 key (make one with: openssl genpkey -algorithm ed25519 -out key.pem)");
+  }
+  return Pkey(k);
 }
 
 // SHA-256 of a regular file, streamed; nullopt and `why` when it is not one or cannot be read.

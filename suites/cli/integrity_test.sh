@@ -198,6 +198,9 @@ sign zero.att "$ZERO"
 timeout 20 "$D9M" verify --attestation zero.att --pubkey pub.pem > out; check "item 8: a signed statement naming /dev/zero" 1 $? out "/dev/zero: not a regular file"
 mkfifo fifo
 timeout 20 "$D9M" verify --attestation fifo --pubkey pub.pem 2> err; check "item 8: a FIFO as the envelope" 2 $? err "not a regular file"
+# Keys are files named on the command line too: a FIFO hung both verbs (found by review).
+timeout 20 "$D9M" verify --attestation zero.att --pubkey fifo 2> err; check "item 8: a FIFO as the public key" 2 $? err "fifo: the key: not a regular file"
+timeout 20 "$D9M" attest --db a.sqlite --report a.md --key fifo -o x.att 2> err; check "attest: a FIFO as the private key" 2 $? err "fifo: the key: not a regular file"
 head -c $((65 * 1024 * 1024)) /dev/zero > big.att
 timeout 20 "$D9M" verify --attestation big.att --pubkey pub.pem 2> err; check "item 8: an envelope over the size limit" 2 $? err "more than the 67108864 allowed"
 n=0
