@@ -82,7 +82,8 @@ const char* kCriteria =
     "both were deterministic and their digests are equal on the same inputs and stack. Claims of nondeterminism are "
     "informational: a nondeterministic variant that never diverged is reported, not failed. A case that ended in ERROR in "
     "every run that recorded it has no evidence and fails the audit: nothing was certified. The audit passes when no claim "
-    "broke and every case has evidence.";
+    "broke and every case that ran has evidence; SKIPPED and UNSUPPORTED cases (no device, a config the variant does not "
+    "support) were not run and certify nothing.";
 
 }  // namespace
 

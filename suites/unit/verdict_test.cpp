@@ -157,6 +157,23 @@ TEST_F(VerdictTest, ACaseThatOnlyEndedInErrorFailsTheVerdict) {
   EXPECT_TRUE(j["verdict"]["broken"].empty());
 }
 
+// A PASS beside cases that were never run (GPU cases without a GPU) must not say that every case
+// has evidence, as it did (found by review); it says how many certify nothing.
+TEST_F(VerdictTest, APassBesideSkippedCasesDoesNotClaimEvidenceForThem) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x", "x"}});
+  put(s, a, {.variant = "cuda.blocked", .role = "ordered", .status = Status::skipped, .detail = "no device"});
+  s.finish_run(a, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  ASSERT_TRUE(v.held());
+  const auto lines = v.lines();
+  const auto pass = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("PASS: ", 0) == 0; });
+  ASSERT_NE(pass, lines.end());
+  EXPECT_EQ(pass->find("every case has evidence"), std::string::npos) << *pass;
+  EXPECT_NE(pass->find("1 case(s) SKIPPED or UNSUPPORTED were not run and certify nothing"), std::string::npos) << *pass;
+}
+
 // Item 2: the claim, role and detail shown are the latest run's (by start time), whatever order
 // the rows were written or keyed in. The latest run here has the smaller id and was written first.
 TEST_F(VerdictTest, TheLatestRunsClaimWins) {
