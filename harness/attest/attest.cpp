@@ -56,19 +56,6 @@ struct PkeyFree {
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 
-Pkey read_key(const std::string& path, bool is_private) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) fail_usage(path + ": cannot read the key");
-  EVP_PKEY* k = is_private ? PEM_read_PrivateKey(f, nullptr, nullptr, nullptr) : PEM_read_PUBKEY(f, nullptr, nullptr, nullptr);
-  std::fclose(f);
-  if (!k) fail_usage(path + ": not a PEM " + std::string(is_private ? "private" : "public") + " key");
-  if (EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
-    EVP_PKEY_free(k);
-    fail_usage(path + ": not an Ed25519 key (make one with: openssl genpkey -algorithm ed25519 -out key.pem)");
-  }
-  return Pkey(k);
-}
-
 // keyid: SHA-256 of the DER-encoded public key.
 std::string key_id(EVP_PKEY* k) {
   unsigned char* der = nullptr;
@@ -120,6 +107,24 @@ std::string read_regular(const std::string& path, std::int64_t limit, const std:
   return text;
 }
 
+// A PEM key is a few hundred bytes; read through read_regular like every file named on the
+// command line, so a FIFO or a device given as a key is refused instead of read (a FIFO hung).
+constexpr std::int64_t kMaxKeyBytes = std::int64_t{1} << 20;
+
+Pkey read_key(const std::string& path, bool is_private) {
+  const std::string pem = read_regular(path, kMaxKeyBytes, "the key");
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  EVP_PKEY* k = !bio ? nullptr
+                     : is_private ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                                  : PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr);
+  if (!k) fail_usage(path + ": not a PEM " + std::string(is_private ? "private" : "public") + " key");
+  if (EVP_PKEY_id(k) != EVP_PKEY_ED25519) {
+    EVP_PKEY_free(k);
+    fail_usage(path + ": not an Ed25519 key (make one with: openssl genpkey -algorithm ed25519 -out key.pem)");
+  }
+  return Pkey(k);
+}
+
 // SHA-256 of a regular file, streamed; nullopt and `why` when it is not one or cannot be read.
 // The hash reads the file through the descriptor that was checked (Linux: /proc/self/fd), so
 // what is hashed is what was found regular.
@@ -150,6 +155,14 @@ std::optional<std::string> nonempty_wal(const std::string& path) {
 
 bool is_sha256_hex(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Whether a rendered report covers only part of its store (ReportData::selection): the JSON field
+// `selection`, the "# selection: " header line (Markdown, HTML) or the "selection" property (JUnit).
+bool names_a_selection(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("schema")) return j.contains("selection") && !j["selection"].is_null();
+  return text.find("# selection: ") != std::string::npos || text.find("<property name=\"selection\"") != std::string::npos;
 }
 
 std::string first_problems(const std::vector<std::string>& problems) {
@@ -234,6 +247,10 @@ json attest_store(const Store& store, const std::string& report_path) {
   if (!named)
     fail_usage(report_path + ": names no evidence digest (not a d9m report, or rendered before reports named one): render it again with "
                "`d9m report --db " + store.path() + "`");
+  if (names_a_selection(report))
+    fail_usage(report_path + ": was rendered from part of the store (--run or --stacks), so its table and verdict are not those "
+               "of the statement, which covers the whole store: render it again with `d9m report --db " + store.path() +
+               "` and neither option");
   if (*named != v.evidence.digest)
     fail_usage(report_path + ": was rendered from another store, or from " + store.path() + " before it changed (the report's evidence "
                "sha256 " + *named + ", the store's " + v.evidence.digest + "): render it again from " + store.path());

@@ -66,8 +66,9 @@ int run(const RunArgs& a) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const RunSummary s = run_audit(cat, cases, store, opt);
-  // The run's verdict is the one `d9m report --run` gives for it: read back from the store.
-  const ReportData data = load_report_data(store, s.run_id);
+  // The run's verdict: read back from the store, over the cases it recorded with every run's
+  // evidence for them (an earlier run's other digest is a divergence this run alone cannot see).
+  const ReportData data = load_run_evidence(store, s.run_id);
   const StatusModel model = build_status_model(data);
   if (!a.quiet) std::cout << render_markdown(data, model);
   if (s.resumes > 0)

@@ -53,6 +53,9 @@ void select_stacks(ReportData& data, const std::vector<std::string>& selectors) 
     return std::none_of(kept.begin(), kept.end(), [&](const StackInfo& k) { return k.id == r.stack; });
   });
   data.stacks = kept;
+  std::string labels;
+  for (const auto& k : kept) labels += (labels.empty() ? "" : ", ") + k.label;
+  data.selection += (data.selection.empty() ? "stacks " : "; stacks ") + labels;
 }
 
 ReportData load_operand(const std::string& operand) {

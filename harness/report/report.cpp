@@ -25,6 +25,9 @@ std::string report_header(const ReportData& data) {
   o << "# evidence sha256: " << data.evidence.digest << "   manifest heads: "
     << (data.evidence.manifest_heads.empty() ? "none (a store older than schema 3)" : format::join(data.evidence.manifest_heads, ", "))
     << "\n";
+  if (!data.selection.empty())
+    o << "# selection: " << data.selection << " (the table and verdict cover only this part of the store; the evidence sha256 is "
+      << "the whole store's)\n";
   if (n_min >= 2)
     o << "# D means one digest in all N trials of every config: the per-trial divergence probability is then\n"
       << "#   below 1 - 0.05^(1/(N-1)) with 95% confidence (" << format::num("%.1f%%", 100 * (1 - std::pow(0.05, 1.0 / static_cast<double>(n_min - 1))))
@@ -79,7 +82,8 @@ const char* kCriteria =
     "both were deterministic and their digests are equal on the same inputs and stack. Claims of nondeterminism are "
     "informational: a nondeterministic variant that never diverged is reported, not failed. A case that ended in ERROR in "
     "every run that recorded it has no evidence and fails the audit: nothing was certified. The audit passes when no claim "
-    "broke and every case has evidence.";
+    "broke and every case that ran has evidence; SKIPPED and UNSUPPORTED cases (no device, a config the variant does not "
+    "support) were not run and certify nothing.";
 
 }  // namespace
 

@@ -107,6 +107,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
                        {"trials_per_case", data.trials_per_case},
                        {"catalog_digests", data.catalog_digests},
                        {"evidence", {{"sha256", data.evidence.digest}, {"manifest_heads", data.evidence.manifest_heads}}},
+                       {"selection", data.selection.empty() ? json(nullptr) : json(data.selection)},
                        {"stacks", stacks},
                        {"results", results},
                        {"table", rows},

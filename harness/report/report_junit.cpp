@@ -85,6 +85,7 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
     property(body, "      ", "stack", s.summary());
     property(body, "      ", "runs", std::to_string(s.runs));
     property(body, "      ", "evidence sha256", data.evidence.digest);
+    if (!data.selection.empty()) property(body, "      ", "selection", data.selection);
     body << "    </properties>\n" << cases.str() << "  </testsuite>\n";
     all_tests += tests;
     all_failures += failures;

@@ -77,6 +77,7 @@ class Loader {
       : store_(store), db_(store.db()), run_id_(run_id), run_filter_(run_id ? " WHERE r.id = ?1" : "") {
     d_.store_path = store.path();
     d_.generated_at = utc_now();
+    if (run_id) d_.selection = "run " + *run_id;
   }
 
   ReportData load() {
@@ -271,6 +272,26 @@ class Loader {
 
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id) {
   return Loader(store, run_id).load();
+}
+
+ReportData load_run_evidence(const Store& store, const std::string& run_id) {
+  ReportData d = load_report_data(store);
+  std::string stack;
+  std::set<std::string> cases;
+  try {
+    sql::Statement s(store.db(), "SELECT r.fingerprint_id, cr.case_id FROM runs r LEFT JOIN case_runs cr ON cr.run_id = r.id WHERE r.id = ?");
+    s.bind(1, run_id);
+    while (s.step()) {
+      stack = s.text(0);
+      if (!s.is_null(1)) cases.insert(s.text(1));
+    }
+  } catch (const sql::Error& e) {
+    fail_environment(store.path() + ": cannot read the store: " + e.what());
+  }
+  std::erase_if(d.results, [&](const CaseResult& r) { return r.stack != stack || !cases.count(r.case_id); });
+  std::erase_if(d.stacks, [&](const StackInfo& s) { return s.id != stack; });
+  d.selection = "the cases of run " + run_id + ", with every run's evidence for them on its stack";
+  return d;
 }
 
 }  // namespace d9m

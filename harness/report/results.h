@@ -69,11 +69,22 @@ struct ReportData {
   std::vector<std::int64_t> trials_per_case, threads;
   std::int64_t runs = 0, interrupted_runs = 0;
   Evidence evidence;  // of the whole store: what binds a rendered report to it (d9m attest)
+  // The part of the store the results cover when not all of it ("run <id>", "stacks S1, S3"):
+  // the table and verdict are then of that part only, while `evidence` stays the whole store's,
+  // so every format names the selection and `d9m attest` (whose statement is of the whole
+  // store) refuses such a report. Empty: the whole store.
+  std::string selection;
 
   const StackInfo& stack(const std::string& id) const;
 };
 
 // Loads every run, or only `run_id`'s when given.
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
+
+// What `d9m run` judges when it ends: the cases `run_id` recorded, on its stack, with every run's
+// evidence for them. A later run on the same stack adds process-to-process evidence to the same
+// cells, so a case whose digest differs from an earlier run's diverged, though each run alone
+// gave one digest; cases the run did not record are left to `d9m report`.
+ReportData load_run_evidence(const Store& store, const std::string& run_id);
 
 }  // namespace d9m

@@ -176,6 +176,15 @@ RunAccount account_for(const RunFacts& run, const std::optional<std::string>& he
   }
   if (run.resumes > 0 && !resumptions.count(run.resumes))
     a.problems.push_back("it counts " + std::to_string(run.resumes) + " resumption(s), which the manifest never recorded");
+  // A run only moves forward: one set back to an earlier resumption (the cases written since cut
+  // off, its closing facts copied from the event that recorded that state) matches that event,
+  // so only the later events show it.
+  std::int64_t latest = 0;
+  for (const auto& s : ended) latest = std::max(latest, s.resumes);
+  if (!resumptions.empty()) latest = std::max(latest, *resumptions.rbegin());
+  if (run.resumes < latest)
+    a.problems.push_back("the manifest recorded it resumed " + std::to_string(latest) + " time(s), but it counts " +
+                         std::to_string(run.resumes) + " (set back to an earlier state, the cases written since removed?)");
   if (run.state == "running") {
     for (const auto& s : ended)
       if (s.resumes == run.resumes && s.cases >= run.cases)

@@ -51,6 +51,7 @@ std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
   leases_[info.id] = std::move(lease);
   try {
     sql::Transaction tx(db_);
+    check_not_replaced();
     sql::Statement(db_, "INSERT OR IGNORE INTO fingerprints(id, canonical) VALUES (?, ?)")
         .bind(1, fp.id).bind(2, fp.canonical()).run();
     sql::Statement(db_,
@@ -93,6 +94,7 @@ std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo
       ResumedRun r;
       r.id = id;
       sql::Transaction tx(db_);
+      check_not_replaced();
       sql::Statement(db_, "UPDATE runs SET state = 'running', finished_at = NULL, chain_root = NULL, resumes = resumes + 1"
                           " WHERE id = ? AND state IN ('interrupted', 'running')")
           .bind(1, id).run();
@@ -131,6 +133,7 @@ std::optional<ResumedRun> Store::resume_run(const Fingerprint& fp, const RunInfo
 void Store::finish_run(const std::string& run_id, const std::string& state) {
   try {
     sql::Transaction tx(db_);
+    check_not_replaced();
     auto it = chains_.find(run_id);
     // Only a run this process still runs: never overwrite what another process decided.
     if (!close_run(run_id, it == chains_.end() ? stored_chain(db_, run_id) : it->second, state))
@@ -164,6 +167,7 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
                      const std::vector<TrialRecord>& trials) {
   try {
     sql::Transaction tx(db_);
+    check_not_replaced();
     sql::Statement(db_,
                    "INSERT OR IGNORE INTO cases(id, op, variant, backend, config, config_id, params, seed,"
                    " input_digest, output_dtype, output_shape) VALUES (?,?,?,?,?,?,?,?,?,?,?)")

@@ -5,6 +5,7 @@
 // timeout, one per case, never one per trial.
 #pragma once
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <map>
@@ -80,7 +81,7 @@ class Store {
   static Store open(const std::string& path, Mode mode);
 
   Store(Store&& o) noexcept
-      : db_(o.db_), path_(std::move(o.path_)), lease_key_(std::move(o.lease_key_)), schema_(o.schema_),
+      : db_(o.db_), path_(std::move(o.path_)), lease_key_(std::move(o.lease_key_)), dev_(o.dev_), ino_(o.ino_), schema_(o.schema_),
         notice_(std::move(o.notice_)),
         chains_(std::move(o.chains_)), leases_(std::move(o.leases_)) {
     o.db_ = nullptr;
@@ -149,6 +150,10 @@ class Store {
   Store(sqlite3* db, std::string path, int schema);
   void migrate();
   void mark_dead_runs_interrupted();
+  // Error(environment) when the path no longer names the file this store opened: `d9m merge -o`
+  // renames its result over OUT, and a process that opened OUT before goes on writing into the
+  // replaced file, which nobody reads again. Called under the write lock, before each write.
+  void check_not_replaced() const;
   // Sets the closing facts of a running run and its root, and records them in the manifest, in
   // the caller's transaction. False when the run is not (or no longer) running.
   bool close_run(const std::string& run_id, const ChainState& chain, const std::string& state);
@@ -157,6 +162,8 @@ class Store {
   // The store's real path (symlinks resolved): leases belong to the file, whatever name a
   // process reached it by.
   std::string lease_key_;
+  dev_t dev_ = 0;  // the file opened, as stat(2) named it (check_not_replaced)
+  ino_t ino_ = 0;
   int schema_;
   std::string notice_;
   std::map<std::string, ChainState> chains_;  // runs this process writes

@@ -200,6 +200,10 @@ Store Store::open(const std::string& path, Mode mode) {
     fail_environment(path + ": the store is not writable (" + std::strerror(errno) + ")");
   }
 
+  // The file as opened: stat before and after the open name one file only if no rename put
+  // another in its place meanwhile (check_not_replaced compares later writes with it).
+  struct stat before {};
+  if (::stat(path.c_str(), &before) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
   sqlite3* db = nullptr;
   // URI filenames let merge ATTACH its inputs read-only ("file:...?mode=ro").
   const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
@@ -209,6 +213,9 @@ Store Store::open(const std::string& path, Mode mode) {
     fail_environment(path + ": " + why);
   };
   if (rc != SQLITE_OK) refuse(std::string("cannot open: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  struct stat after {};
+  if (::stat(path.c_str(), &after) != 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino)
+    refuse("was replaced while it was being opened (by `d9m merge -o`?): try again");
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 60'000);
   int schema = 0;
@@ -234,6 +241,8 @@ Store Store::open(const std::string& path, Mode mode) {
     refuse(describe_sqlite_failure(e));
   }
   Store store(db, path, schema);
+  store.dev_ = before.st_dev;
+  store.ino_ = before.st_ino;
   if (mode == Mode::read_write) {
     store.migrate();
     store.mark_dead_runs_interrupted();
@@ -313,6 +322,7 @@ void Store::mark_dead_runs_interrupted() {
     }
     if (running.empty()) return;
     sql::Transaction tx(db_);
+    check_not_replaced();
     for (const auto& id : running) {
       RunLease lease;
       if (!lease.acquire(lease_key_, id)) continue;  // alive
@@ -328,6 +338,14 @@ Store::Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::mo
   char* real = ::realpath(path_.c_str(), nullptr);
   lease_key_ = real ? real : path_;
   std::free(real);
+}
+
+void Store::check_not_replaced() const {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return;
+  fail_environment(path_ + ": the store file was replaced after this process opened it (`d9m merge -o` puts its result in place "
+                   "so); what it wrote from then on would be lost, so it stops here. Run again: `d9m run --resume` continues "
+                   "a run in the new file");
 }
 
 Store::~Store() {

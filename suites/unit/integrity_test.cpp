@@ -346,6 +346,46 @@ TEST_F(IntegrityTest, AResumedRunVerifiesAndItsStateCannotBeSetBack) {
   EXPECT_TRUE(mentions(problems, "it is marked running, but the manifest recorded it interrupted")) << joined(problems);
 }
 
+// A resumed run set back to where it was interrupted, with only what the manifest shows: the
+// cases written after the resumption deleted and the run's closing facts copied from the event
+// that recorded the interruption. Every link and root left is genuine, so only the manifest's
+// later events (the resumption, the end) can show it; found by review, it verified.
+TEST_F(IntegrityTest, AResumedRunCannotBeRolledBackToItsInterruption) {
+  const std::string p = path("s.sqlite");
+  const Fingerprint fp = fingerprint_from_json({{"stack", 1}});
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 3, 1, "plan"};
+  CaseRecord c{"", "op", "cpu.serial", "cpu", "cfg", "cid", "{}", 1, "in", "float32", "[1]"};
+  c.id = Store::case_id(c);
+  CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", 3, 1, 10, 10};
+  const std::vector<TrialRecord> ts = {{0, "a", 10, std::nullopt}, {1, "a", 10, std::nullopt}, {2, "a", 10, std::nullopt}};
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    s.begin_run(fp, info);
+    s.put_case(info.id, c, cr, ts);
+  }  // dies
+  std::string resumed;
+  {
+    Store s = Store::open(p, Store::Mode::read_write);  // marks it interrupted
+    ASSERT_TRUE(s.resume_run(fp, info));
+    CaseRecord c2 = c;
+    c2.config = "cfg2";
+    c2.id = Store::case_id(c2);
+    s.put_case(info.id, c2, cr, ts);
+    s.finish_run(info.id, "complete");
+    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+    resumed = contents(p);
+  }
+  const std::string id = "'" + info.id + "'";
+  const std::string interruption = "(SELECT detail FROM manifest WHERE event = 'ended' AND json_extract(detail, '$.resumes') = 0)";
+  const auto problems = problems_after(
+      p, resumed,
+      "DELETE FROM trials WHERE case_id IN (SELECT case_id FROM case_runs WHERE seq >= 1);"
+      "DELETE FROM case_runs WHERE seq >= 1; DELETE FROM cases WHERE id NOT IN (SELECT case_id FROM case_runs);"
+      "UPDATE runs SET state = json_extract(" + interruption + ", '$.state'), finished_at = json_extract(" + interruption +
+          ", '$.finished_at'), resumes = 0, chain_root = json_extract(" + interruption + ", '$.root') WHERE id = " + id);
+  EXPECT_TRUE(mentions(problems, "the manifest recorded it resumed 1 time(s)")) << joined(problems);
+}
+
 // A store of schema 1 (the committed fixture) is read as it is, its run verified as chain v1,
 // with a note; migrating records its runs, and from then on their metadata and their deletion
 // show.

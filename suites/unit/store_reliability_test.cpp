@@ -230,6 +230,27 @@ TEST_F(StoreReliabilityTest, MergeRefusesAnOutputARunIsStillWritingInto) {
   EXPECT_NO_THROW(merge_stores(p, {path("in.sqlite")}));
 }
 
+// A run that opened OUT before `d9m merge -o OUT` renamed its result over it, and began only
+// after (found by review: the run's process was slowed between opening the store and taking its
+// lease), wrote every case into the replaced file, said "6 cases into OUT" and exited 0; OUT held
+// none of them. Writes now stop, loudly, once the path names another file.
+TEST_F(StoreReliabilityTest, AStoreReplacedByAMergeAfterItWasOpenedIsNotWrittenIntoUnseen) {
+  const std::string p = path("s.sqlite");
+  { Store made = Store::open(p, Store::Mode::read_write); }
+  Store early = Store::open(p, Store::Mode::read_write);  // opened before the merge
+  merge_stores(p, {kSchema1Store});                         // renames its result over p
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "catalog", 2, 1, "plan"};
+  try {
+    early.begin_run(fingerprint_from_json({{"test", 1}}), info);
+    ADD_FAILURE() << "began a run in the file the merge replaced";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::environment);
+    EXPECT_NE(std::string(e.what()).find("the store file was replaced after this process opened it"), std::string::npos) << e.what();
+  }
+  const Store now = Store::open(p, Store::Mode::read_only);
+  EXPECT_EQ(count(now, "SELECT count(*) FROM runs WHERE id = '" + info.id + "'"), 0);
+}
+
 // Ending a run never overwrites what another process decided about it.
 TEST_F(StoreReliabilityTest, FinishingARunSomeoneElseMarkedIsAnErrorNotAnOverwrite) {
   const std::string p = path("s.sqlite");

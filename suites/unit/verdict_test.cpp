@@ -92,6 +92,32 @@ TEST_F(VerdictTest, AnErrorInOneRunDoesNotHideDivergenceInAnother) {
   EXPECT_TRUE(m.rows.at(0).cells.at(0).broken);
 }
 
+// `d9m run`'s verdict (load_run_evidence): one digest in each of two runs of a case on one stack,
+// but not the same digest, is a divergence between processes. Read alone, as `d9m run` read its
+// run before, each gave D and PASS (found by review: run exited 0 and printed D where `d9m
+// report` showed ND 2/6 and exited 1). A failure of a case the run did not record stays the
+// report's.
+TEST_F(VerdictTest, ARunsVerdictSeesTheDigestsEarlierRunsStoredForItsCases) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x", "x"}});
+  put(s, a, {.variant = "cpu.other", .role = "ordered", .digests = {"p", "q", "p"}});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cpu.blocked", .role = "ordered", .digests = {"y", "y", "y"}});
+  s.finish_run(b, "complete");
+  EXPECT_TRUE(verdict_of(load_report_data(s, b)).held());  // the run alone
+  const ReportData d = load_run_evidence(s, b);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].variant, "cpu.blocked");
+  EXPECT_EQ(d.results[0].status, Status::nondeterministic);
+  EXPECT_EQ(d.results[0].distinct, 2);
+  const Verdict v = verdict_of(d);
+  ASSERT_EQ(v.failures.size(), 1u);
+  EXPECT_EQ(v.failures[0].kind, Failure::Kind::diverged);
+  EXPECT_EQ(verdict_of(load_report_data(s)).failures.size(), 2u);  // the report's: both cases
+}
+
 // Digests of one run stand beside a run that produced none: D, with the error named (warning).
 TEST_F(VerdictTest, EvidenceOfOneDigestStandsBesideARunThatEndedInError) {
   Store s = open();
@@ -129,6 +155,23 @@ TEST_F(VerdictTest, ACaseThatOnlyEndedInErrorFailsTheVerdict) {
   EXPECT_FALSE(j["verdict"]["passed"].get<bool>());
   EXPECT_EQ(j["verdict"]["failures"][0]["kind"], "error");
   EXPECT_TRUE(j["verdict"]["broken"].empty());
+}
+
+// A PASS beside cases that were never run (GPU cases without a GPU) must not say that every case
+// has evidence, as it did (found by review); it says how many certify nothing.
+TEST_F(VerdictTest, APassBesideSkippedCasesDoesNotClaimEvidenceForThem) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x", "x"}});
+  put(s, a, {.variant = "cuda.blocked", .role = "ordered", .status = Status::skipped, .detail = "no device"});
+  s.finish_run(a, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  ASSERT_TRUE(v.held());
+  const auto lines = v.lines();
+  const auto pass = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("PASS: ", 0) == 0; });
+  ASSERT_NE(pass, lines.end());
+  EXPECT_EQ(pass->find("every case has evidence"), std::string::npos) << *pass;
+  EXPECT_NE(pass->find("1 case(s) SKIPPED or UNSUPPORTED were not run and certify nothing"), std::string::npos) << *pass;
 }
 
 // Item 2: the claim, role and detail shown are the latest run's (by start time), whatever order
