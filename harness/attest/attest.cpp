@@ -29,14 +29,6 @@ namespace {
 
 constexpr const char* kPayloadType = "application/vnd.in-toto+json";
 
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 std::optional<std::string> unbase64(const std::string& in) {
   if (in.size() % 4) return std::nullopt;
   std::string out(3 * in.size() / 4 + 1, '\0');
@@ -170,6 +162,14 @@ std::string first_problems(const std::vector<std::string>& problems) {
 }
 
 }  // namespace
+
+std::string base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
 
 std::string dsse_pae(const std::string& type, const std::string& body) {
   return "DSSEv1 " + std::to_string(type.size()) + " " + type + " " + std::to_string(body.size()) + " " + body;

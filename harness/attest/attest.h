@@ -59,4 +59,7 @@ AttestationCheck verify_attestation(const std::string& envelope_path, const std:
 // DSSE's pre-authentication encoding: "DSSEv1 <len(type)> <type> <len(body)> <body>".
 std::string dsse_pae(const std::string& type, const std::string& body);
 
+// Standard base64 with padding (RFC 4648 section 4), as DSSE carries payloads and signatures.
+std::string base64(const std::string& in);
+
 }  // namespace d9m

@@ -50,14 +50,6 @@ const Scratch& scratch() {
   return s;
 }
 
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
 std::string signed_envelope(const std::string& payload) {
   const std::string type = "application/vnd.in-toto+json";
   const std::string pae = d9m::dsse_pae(type, payload);
@@ -68,7 +60,7 @@ std::string signed_envelope(const std::string& payload) {
   EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len, reinterpret_cast<const unsigned char*>(pae.data()), pae.size());
   EVP_MD_CTX_free(ctx);
   sig.resize(len);
-  return nlohmann::json{{"payloadType", type}, {"payload", base64(payload)}, {"signatures", {{{"keyid", ""}, {"sig", base64(sig)}}}}}
+  return nlohmann::json{{"payloadType", type}, {"payload", d9m::base64(payload)}, {"signatures", {{{"keyid", ""}, {"sig", d9m::base64(sig)}}}}}
       .dump();
 }
 

@@ -14,30 +14,15 @@
 #include "harness/core/error.h"
 #include "harness/core/files.h"
 
+#include "scratch_dir.h"
 namespace d9m {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FilesTest : public ::testing::Test {
+class FilesTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("d9m_files_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string contents(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
-  static void put(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+  FilesTest() : ScratchDirTest("files") {}
   // Every name in the folder, so a test sees whatever a write left behind.
   std::vector<std::string> names() const {
     std::vector<std::string> v;
@@ -55,14 +40,12 @@ class FilesTest : public ::testing::Test {
     ADD_FAILURE() << "no error";
     return ErrorCategory::internal;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(FilesTest, APlantedTemporaryNameIsNeverWrittenThrough) {
   // The old fixed temporary "<path>.tmp", planted as a symlink to a file the attacker wants
   // overwritten, and as a dangling one (which O_CREAT without O_EXCL would create).
-  put(path("victim"), "precious");
+  write(path("victim"), "precious");
   fs::create_symlink(path("victim"), path("report.md.tmp"));
   fs::create_symlink(path("created-by-us"), path("other.md.tmp"));
   write_file_atomically(path("report.md"), "the report");
@@ -76,7 +59,7 @@ TEST_F(FilesTest, APlantedTemporaryNameIsNeverWrittenThrough) {
 }
 
 TEST_F(FilesTest, ASymlinkOrFifoAtTheTargetIsReplacedNotWrittenThrough) {
-  put(path("victim"), "precious");
+  write(path("victim"), "precious");
   fs::create_symlink(path("victim"), path("out.json"));
   ASSERT_EQ(::mkfifo(path("pipe.json").c_str(), 0600), 0);  // opening it for writing would block
   write_file_atomically(path("out.json"), "{}");
@@ -111,7 +94,7 @@ TEST_F(FilesTest, AFailedWriteNamesThePathAndLeavesNothingBehind) {
 }
 
 TEST_F(FilesTest, InputFilesAreReadWithALimitAndFoldersAreRefused) {
-  put(path("cat.json"), "{}");
+  write(path("cat.json"), "{}");
   EXPECT_EQ(read_input_file(path("cat.json"), "catalogue"), "{}");
   std::string m;
   fs::create_directory(path("dir"));
@@ -120,7 +103,7 @@ TEST_F(FilesTest, InputFilesAreReadWithALimitAndFoldersAreRefused) {
   EXPECT_EQ(category_of([&] { read_input_file(path("missing"), "baseline"); }, &m), ErrorCategory::usage);
   EXPECT_NE(m.find("missing: cannot read the baseline (No such file or directory)"), std::string::npos) << m;
   // A regular file is refused by its size, before it is read.
-  put(path("big.json"), std::string(1001, ' '));
+  write(path("big.json"), std::string(1001, ' '));
   EXPECT_EQ(category_of([&] { read_input_file(path("big.json"), "catalogue", 1000); }, &m), ErrorCategory::usage);
   EXPECT_NE(m.find("big.json: 1001 bytes, larger than the limit of 1000 bytes for a catalogue"), std::string::npos) << m;
   EXPECT_EQ(read_input_file(path("big.json"), "catalogue", 1001).size(), 1001u);
@@ -132,14 +115,14 @@ TEST_F(FilesTest, InputFilesAreReadWithALimitAndFoldersAreRefused) {
 
 TEST_F(FilesTest, APipeIsReadToItsEnd) {
   ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
-  std::thread writer([&] { put(path("fifo"), std::string(200000, 'p')); });
+  std::thread writer([&] { write(path("fifo"), std::string(200000, 'p')); });
   const std::string text = read_input_file(path("fifo"), "catalogue");
   writer.join();
   EXPECT_EQ(text, std::string(200000, 'p'));
 }
 
 TEST_F(FilesTest, OutputLocationsAreCheckedBeforeAnythingIsWritten) {
-  put(path("file"), "x");
+  write(path("file"), "x");
   fs::create_directory(path("dir"));
   std::string m;
   EXPECT_NO_THROW(check_output_file(path("new.md")));

@@ -18,6 +18,7 @@
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
+#include "scratch_dir.h"
 #include "source_dir.h"
 
 namespace d9m {
@@ -29,27 +30,14 @@ namespace fs = std::filesystem;
 // the controls, 3 trials each), kept as the migration's input.
 const std::string kSchema1Store = test::source_path("suites/store/v1-store.sqlite");
 
-class StoreReliabilityTest : public ::testing::Test {
+class StoreReliabilityTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("d9m_reliability_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  StoreReliabilityTest() : ScratchDirTest("reliability") {}
 
   static std::int64_t count(const Store& s, const std::string& sql) {
     sql::Statement st(s.db(), sql);
     return st.step() ? st.integer(0) : -1;
   }
-  static std::string contents(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(StoreReliabilityTest, ASchema1StoreIsReadAsItIsAndMigratedForwardAfterABackup) {

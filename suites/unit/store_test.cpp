@@ -14,32 +14,15 @@
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
 
+#include "scratch_dir.h"
 namespace d9m {
 namespace {
 
 namespace fs = std::filesystem;
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("d9m_store_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
-    fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string contents(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
-  static void write(const std::string& p, const std::string& bytes) {
-    std::ofstream(p, std::ios::binary) << bytes;
-  }
+  StoreTest() : ScratchDirTest("store_test") {}
 
   // Opening must fail with an environment error whose message contains `expect`, and leave
   // the file (and its folder) exactly as they were.
@@ -76,7 +59,6 @@ class StoreTest : public ::testing::Test {
     }
     s.finish_run(run, "complete");
   }
-  fs::path dir_;
 };
 
 std::int64_t count(const Store& s, const std::string& table) {
