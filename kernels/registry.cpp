@@ -68,8 +68,24 @@ Registry& Registry::global() {
   std::abort();
 }
 
+double tolerance_for(const OpDef& op, DType dtype) {
+  // Scaled by the unit roundoff: f32 2^-24, f16 2^-11, bf16 2^-8, f64 2^-53.
+  switch (dtype) {
+    case DType::f16: return op.tolerance * 0x1p13;
+    case DType::bf16: return op.tolerance * 0x1p16;
+    case DType::f64: return op.tolerance * 0x1p-29;
+    default: return op.tolerance;
+  }
+}
+
 bool Registry::add(OpDef op) {
   if (find_op(op.name)) refuse("op " + op.name + " is registered twice");
+  if (op.dtypes.empty() || op.dtypes.front() != DType::f32 ||
+      std::any_of(op.dtypes.begin(), op.dtypes.end(), [](DType t) { return !is_float(t); }))
+    refuse("op " + op.name + ": its dtypes must be float types, f32 first (the default)");
+  if (op.math_modes.empty() || op.math_modes.front() != "default") refuse("op " + op.name + ": its math modes must start with \"default\"");
+  for (const auto& p : op.params)
+    if (p.name == "dtype" || p.name == "math") refuse("op " + op.name + ": \"" + p.name + "\" is a config field, not a parameter");
   ops_.push_back(std::move(op));
   return true;
 }

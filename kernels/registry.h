@@ -72,6 +72,10 @@ struct Problem {
   std::vector<TensorDesc> inputs;
   TensorDesc output;
   std::any geometry;
+  // The config's precision (DESIGN.md "Precision"): every float tensor above has `dtype`, and
+  // library ops run in math mode `math` ("default" unless the config names another).
+  DType dtype = DType::f32;
+  std::string math = "default";
 
   template <class G> const G& geom() const { return std::any_cast<const G&>(geometry); }
 };
@@ -94,11 +98,20 @@ struct OpDef {
   std::string family;
   std::string summary;  // the semantics, one line
   std::vector<ParamSpec> params;
-  double tolerance = 1e-5;  // |variant - serial| <= tolerance * (1 + max|serial|) on random inputs
+  double tolerance = 1e-5;  // |variant - serial| <= tolerance * (1 + max|serial|) on random inputs, in f32
+  // The float dtypes a config may name (the first is the default, always f32), and the math
+  // modes of a library op (the first, "default", is what the library does unasked). plan()
+  // describes float tensors as f32; the catalogue gives them the config's dtype.
+  std::vector<DType> dtypes = {DType::f32};
+  std::vector<std::string> math_modes = {"default"};
   std::function<Problem(const Params&)> plan;
   // Fills every input (host memory). Inputs may depend on earlier ones (max-pool's orig_output).
   std::function<void(const Problem&, FillMode, std::vector<FillTarget>&)> fill;
 };
+
+// The op's tolerance in `dtype`: OpDef::tolerance is stated for f32 and scales with the unit
+// roundoff of the dtype (x 2^13 for f16, x 2^16 for bf16, x 2^-29 for f64).
+double tolerance_for(const OpDef& op, DType dtype);
 
 // ---- variants -----------------------------------------------------------------------------
 

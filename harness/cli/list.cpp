@@ -47,13 +47,17 @@ int list(const ListOptions& o) {
       for (const auto& p : op.params) params.push_back({{"name", p.name}, {"doc", p.doc}, {"required", !p.default_value}});
       json variants = json::array();
       for (const auto* v : Registry::global().variants_of(op.name))
-        variants.push_back({{"name", v->name}, {"backend", to_string(v->backend)},
+        variants.push_back({{"name", v->name}, {"backend", to_string(v->backend)}, {"role", to_string(v->role)},
                             {"claim", {{"determinism", to_string(v->claim.determinism)}, {"source", to_string(v->claim.source)}, {"reason", v->claim.reason}}}});
       json configs = json::array();
       for (const auto& cc : cat.configs)
-        if (cc.op == &op) configs.push_back({{"name", cc.name}, {"config_id", cc.config_id}, {"params", cc.params_json}, {"seed", cc.seed}});
+        if (cc.op == &op)
+          configs.push_back({{"name", cc.name}, {"config_id", cc.config_id}, {"params", cc.params_json},
+                             {"dtype", dtype_short_name(cc.dtype)}, {"math", cc.math}, {"seed", cc.seed}});
+      json dtypes = json::array();
+      for (DType t : op.dtypes) dtypes.push_back(dtype_short_name(t));
       out["ops"].push_back({{"name", op.name}, {"family", op.family}, {"summary", op.summary}, {"params", params},
-                            {"variants", variants}, {"configs", configs}});
+                            {"dtypes", dtypes}, {"math_modes", op.math_modes}, {"variants", variants}, {"configs", configs}});
     }
     std::cout << json_text(out, 2) << "\n";
     return 0;
@@ -61,9 +65,15 @@ int list(const ListOptions& o) {
   std::printf("# catalogue %s (sha256 %.12s), %zu cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size());
   for (const auto& op : Registry::global().ops()) {
     if (!selected(op)) continue;
-    std::printf("\n%s  [%s]  %s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str());
+    std::string dtypes;
+    for (DType t : op.dtypes) dtypes += (dtypes.empty() ? "" : " ") + std::string(dtype_short_name(t));
+    std::printf("\n%s  [%s]  %s\n  dtypes: %s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str(), dtypes.c_str());
     for (const auto& cc : cat.configs)
-      if (cc.op == &op) std::printf(" %s", cc.name.c_str());
+      if (cc.op == &op) {
+        std::printf(" %s", cc.name.c_str());
+        if (cc.dtype != DType::f32 || cc.math != "default")
+          std::printf(" (%s%s)", std::string(dtype_short_name(cc.dtype)).c_str(), cc.math != "default" ? (" " + cc.math).c_str() : "");
+      }
     std::printf("\n");
     for (const auto* v : Registry::global().variants_of(op.name))
       std::printf("  %-22s %-5s %s\n", v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());

@@ -24,9 +24,24 @@ bool CatalogConfig::selects(const VariantDef& v) const {
   return false;
 }
 
+void with_precision(Problem& p, DType dtype, const std::string& math) {
+  if (is_float(p.output.dtype)) p.output.dtype = dtype;
+  for (auto& d : p.inputs)
+    if (is_float(d.dtype)) d.dtype = dtype;
+  p.dtype = dtype;
+  p.math = math;
+}
+
 namespace {
 
 using nlohmann::json;
+
+std::vector<const TensorDesc*> tensors_of(const Problem& p) {
+  std::vector<const TensorDesc*> out;
+  for (const auto& d : p.inputs) out.push_back(&d);
+  out.push_back(&p.output);
+  return out;
+}
 
 // The catalogue's fields, and op parameters checked against the op's ParamSpecs.
 class Validator : public JsonFields {
@@ -91,8 +106,9 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     const json& c = configs[i];
     v.object(c, path);
     for (const auto& [key, _] : c.items())
-      if (key != "op" && key != "name" && key != "params" && key != "seed" && key != "variants")
-        v.fail(path + "." + key, "unknown field (expected op, name, params, seed, variants)");
+      if (key != "op" && key != "name" && key != "params" && key != "dtype" && key != "math" && key != "seed" &&
+          key != "variants")
+        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants)");
     CatalogConfig cc;
     const std::string op_name = v.string_field(c, path, "op");
     cc.op = registry.find_op(op_name);
@@ -144,6 +160,24 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       cc.params_json[spec.name] = to_json(value);
     }
 
+    // The precision: a float dtype the op supports and one of its math modes, both defaulted.
+    if (auto it = c.find("dtype"); it != c.end()) {
+      std::string supported;
+      for (DType t : cc.op->dtypes) supported += (supported.empty() ? "\"" : ", \"") + std::string(dtype_short_name(t)) + "\"";
+      const auto t = it->is_string() ? float_dtype_from_short_name(it->get<std::string>()) : std::nullopt;
+      if (!t || std::find(cc.op->dtypes.begin(), cc.op->dtypes.end(), *t) == cc.op->dtypes.end())
+        v.fail(path + ".dtype", op_name + " runs in " + supported + ", got " + json_text(*it));
+      cc.dtype = *t;
+    }
+    if (auto it = c.find("math"); it != c.end()) {
+      std::string supported;
+      for (const auto& m : cc.op->math_modes) supported += (supported.empty() ? "\"" : ", \"") + m + "\"";
+      const bool known = it->is_string() && std::find(cc.op->math_modes.begin(), cc.op->math_modes.end(),
+                                                      it->get<std::string>()) != cc.op->math_modes.end();
+      if (!known) v.fail(path + ".math", op_name + " offers the math modes " + supported + ", got " + json_text(*it));
+      cc.math = it->get<std::string>();
+    }
+
     if (auto it = c.find("seed"); it != c.end()) {
       if (!it->is_number_unsigned())
         v.fail(path + ".seed", "expected a non-negative integer, got " + json_text(*it));
@@ -175,6 +209,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     } catch (const InvalidConfig& e) {
       v.fail(path + ".params." + e.param, e.what());
     }
+    with_precision(cc.problem, cc.dtype, cc.math);
     long double bytes = 0;
     auto add = [&](const TensorDesc& d) {
       long double n = dtype_size(d.dtype);
@@ -188,8 +223,15 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
                                    " MiB, more than the limit of " + std::to_string(static_cast<long long>(kMaxConfigBytes / (1 << 20))) + " MiB");
     if (static_cast<long double>(cc.problem.output.numel()) >= 4294967296.0L)
       v.fail(path + ".params", "output has 2^32 or more elements; d9m indexes outputs with 32 bits");
+    for (const auto* d : tensors_of(cc.problem))
+      if (static_cast<long double>(d->numel()) > static_cast<long double>(kMaxTensorElements))
+        v.fail(path + ".params", d->name + " would have more than 2^30 elements, the limit (cuDNN and CUB count elements in int)");
 
-    const json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
+    // The id of a config at the default precision is what it was before the precision axis, so
+    // that stores and baselines of earlier versions still name the same configs.
+    json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
+    if (cc.dtype != DType::f32) key["dtype"] = dtype_short_name(cc.dtype);
+    if (cc.math != "default") key["math"] = cc.math;
     cc.config_id = sha256_hex(json_text(key)).substr(0, 16);
     cat.configs.push_back(std::move(cc));
   }

@@ -1,10 +1,12 @@
 // The catalogue: which ops run on which configs. JSON, schema "d9m.catalog/1":
 //   {"schema": "d9m.catalog/1",
 //    "configs": [{"op": "bias_add_grad", "name": "small", "params": {...},
-//                 "seed": 1, "variants": ["cpu.*"]}, ...]}
-// `seed` (default 1) seeds the inputs; `variants` (default all) are globs over the op's variant
-// names. Every field is validated against the registry before anything runs: a bad catalogue
-// is a usage error (exit 2) naming the file and the line and column (syntax) or the field path.
+//                 "dtype": "f16", "math": "default", "seed": 1, "variants": ["cpu.*"]}, ...]}
+// `dtype` (default "f32"; "f16", "bf16", "f64" where the op supports them) is the float type of
+// every float tensor and `math` (default "default") a library op's math mode; `seed` (default 1)
+// seeds the inputs; `variants` (default all) are globs over the op's variant names. Every field
+// is validated against the registry before anything runs: a bad catalogue is a usage error
+// (exit 2) naming the file and the line and column (syntax) or the field path.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,10 +23,12 @@ struct CatalogConfig {
   std::string name;
   Params params;
   nlohmann::json params_json;  // with defaults filled in: the canonical parameters
+  DType dtype = DType::f32;    // "dtype": the float type of every float tensor (problem.dtype)
+  std::string math = "default";  // "math": the library's math mode (problem.math)
   std::uint64_t seed = 1;
   std::vector<std::string> variant_globs;
   Problem problem;
-  std::string config_id;  // stable id: SHA-256 of {op, params, seed}, 16 hex digits
+  std::string config_id;  // stable id: SHA-256 of {op, params, seed} (+ dtype, math unless default), 16 hex digits
 
   bool selects(const VariantDef& v) const;
 };
@@ -38,9 +42,12 @@ struct Catalog {
 
 // Largest input + output size of one config, refused before anything is allocated.
 inline constexpr double kMaxConfigBytes = 4.0 * 1024 * 1024 * 1024;
-// So no tensor has more than 2^30 elements: cuDNN's descriptors and CUB count elements in int.
-// (Every dtype is 4 bytes, kernels/common/tensor.h; a smaller one needs a per-tensor check.)
-static_assert(kMaxConfigBytes / 4 <= static_cast<double>(kMaxIntegerParam));
+// Most elements of one tensor: cuDNN's descriptors and CUB count elements in int. (With 4-byte
+// dtypes the byte limit alone kept tensors below this; 2-byte ones need the check.)
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 30;
+
+// Gives every float tensor of `p` the config's dtype and records dtype and math mode in it.
+void with_precision(Problem& p, DType dtype, const std::string& math);
 
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry);
 Catalog load_catalog_file(const std::string& path, const Registry& registry);

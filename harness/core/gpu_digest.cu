@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "harness/core/element_diff.h"
 #include "harness/core/xxh3_hd.h"
 
 namespace d9m {
@@ -247,11 +248,6 @@ __global__ void final_short_kernel(const u64* leaves, std::size_t leaf_count, u6
   out[1] = h.low;
 }
 
-__device__ long long ordered_bits(float f) {
-  const int i = __float_as_int(f);
-  return i < 0 ? static_cast<long long>(INT_MIN) - i : i;
-}
-
 // Integer atomics: the stats themselves are deterministic whatever the order. With digests
 // given, the whole grid returns at once when they are equal.
 __global__ void diff_kernel(DType dtype, const void* a, const void* b, std::int64_t n, const u64* digest_a,
@@ -259,25 +255,12 @@ __global__ void diff_kernel(DType dtype, const void* a, const void* b, std::int6
   if (digest_a && digest_a[0] == digest_b[0] && digest_a[1] == digest_b[1]) return;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    double abs_diff;
-    unsigned long long ulp;
-    if (dtype == DType::f32) {
-      const float x = static_cast<const float*>(a)[i], y = static_cast<const float*>(b)[i];
-      if (__float_as_int(x) == __float_as_int(y)) continue;
-      abs_diff = (isnan(x) || isnan(y)) ? __longlong_as_double(0x7ff0000000000000LL)
-                                        : fabs(static_cast<double>(x) - static_cast<double>(y));
-      const long long dd = ordered_bits(x) - ordered_bits(y);
-      ulp = static_cast<unsigned long long>(dd < 0 ? -dd : dd);
-    } else {
-      const int x = static_cast<const int*>(a)[i], y = static_cast<const int*>(b)[i];
-      if (x == y) continue;
-      abs_diff = fabs(static_cast<double>(x) - static_cast<double>(y));
-      ulp = static_cast<unsigned long long>(abs_diff);
-    }
+    ElementDiff e;
+    if (!diff_element(dtype, a, b, i, e)) continue;
     atomicAdd(&d->count, 1ULL);
     atomicMax(&d->first_index_complement, ~static_cast<unsigned long long>(i));
-    atomicMax(&d->max_ulp, ulp);
-    atomicMax(&d->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(abs_diff)));
+    atomicMax(&d->max_ulp, static_cast<unsigned long long>(e.ulp));
+    atomicMax(&d->max_abs_bits, static_cast<unsigned long long>(__double_as_longlong(e.abs_diff)));
   }
 }
 
@@ -298,7 +281,7 @@ GpuDigester::GpuDigester(cudaStream_t stream) : stream_(stream), host_(sizeof(Gp
 DiffStats to_diff_stats(const GpuDiffSlot& slot) {
   double max_abs;
   std::memcpy(&max_abs, &slot.max_abs_bits, sizeof max_abs);
-  return {static_cast<std::int64_t>(slot.count), max_abs, static_cast<std::int64_t>(slot.max_ulp),
+  return {static_cast<std::int64_t>(slot.count), max_abs, static_cast<std::int64_t>(std::min<unsigned long long>(slot.max_ulp, 0x7fffffffffffffffull)),
           slot.count ? static_cast<std::int64_t>(~slot.first_index_complement) : -1};
 }
 

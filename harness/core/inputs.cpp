@@ -6,6 +6,7 @@
 #include <new>
 
 #include "harness/core/digest.h"
+#include "kernels/common/half.h"
 
 namespace d9m {
 
@@ -15,15 +16,58 @@ HostTensor::HostTensor(TensorDesc desc) : desc_(std::move(desc)) {
   std::memset(data_.get(), 0, bytes);
 }
 
+namespace {
+
+// The f32 description of a tensor the op's fillers write (they write floats).
+TensorDesc as_f32(TensorDesc d) {
+  if (is_float(d.dtype)) d.dtype = DType::f32;
+  return d;
+}
+
+// `to` (of the config's dtype) from the f32 values in `from`, rounded to nearest even.
+void round_into(const HostTensor& from, HostTensor& to) {
+  const float* src = from.as<float>();
+  const auto n = static_cast<std::size_t>(to.desc().numel());
+  switch (to.desc().dtype) {
+    case DType::f16:
+      for (std::size_t i = 0; i < n; ++i) to.as<Half>()[i] = half_from_float(src[i]);
+      break;
+    case DType::bf16:
+      for (std::size_t i = 0; i < n; ++i) to.as<BFloat16>()[i] = bfloat16_from_float(src[i]);
+      break;
+    case DType::f64:
+      for (std::size_t i = 0; i < n; ++i) to.as<double>()[i] = src[i];
+      break;
+    case DType::f32:
+    case DType::i32: std::memcpy(to.data(), from.data(), to.desc().bytes()); break;
+  }
+}
+
+}  // namespace
+
 std::vector<HostTensor> make_inputs(const OpDef& op, const Problem& problem, std::uint64_t seed,
                                     FillMode mode) {
+  // The fillers see the f32 problem (a filler may read an earlier input, as max-pool's
+  // orig_output reads its input); every float input is then rounded to the config's dtype. So an
+  // f16 input is the f32 input rounded, the same values at every precision but for rounding.
+  Problem f32 = problem;
+  for (auto& d : f32.inputs) d = as_f32(d);
+  f32.output = as_f32(f32.output);
+  std::vector<HostTensor> filled;
+  filled.reserve(f32.inputs.size());
+  for (const auto& d : f32.inputs) filled.emplace_back(d);
+  std::vector<FillTarget> targets;
+  for (std::size_t i = 0; i < filled.size(); ++i)
+    targets.push_back({filled[i].desc(), filled[i].data(), seed, i});
+  op.fill(f32, mode, targets);
+  if (problem.dtype == DType::f32) return filled;
+
   std::vector<HostTensor> inputs;
   inputs.reserve(problem.inputs.size());
-  for (const auto& d : problem.inputs) inputs.emplace_back(d);
-  std::vector<FillTarget> targets;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    targets.push_back({inputs[i].desc(), inputs[i].data(), seed, i});
-  op.fill(problem, mode, targets);
+  for (std::size_t i = 0; i < problem.inputs.size(); ++i) {
+    inputs.emplace_back(problem.inputs[i]);
+    round_into(filled[i], inputs.back());
+  }
   return inputs;
 }
 

@@ -28,6 +28,8 @@ class HostTensor {
   std::unique_ptr<std::byte[], Free> data_;
 };
 
+// Fills in f32 (the op's fillers), then rounds every float input to the problem's dtype (to
+// nearest even; kernels/common/half.h): inputs at any precision are the f32 ones rounded.
 std::vector<HostTensor> make_inputs(const OpDef& op, const Problem& problem, std::uint64_t seed,
                                     FillMode mode = FillMode::random);
 

@@ -7,6 +7,10 @@
 
 namespace d9m {
 
+// The .npy type of a dtype: "<f4", "<i4", "<f2", "<f8"; bfloat16, which NumPy lacks, is written
+// as its bits, "<u2" (widen with (x.astype(np.uint32) << 16).view(np.float32)).
+const char* npy_descr(DType dtype);
+
 // Writes with write_file_atomically (harness/core/files.h): a reader never sees half a file.
 void write_npy(const std::string& path, const TensorDesc& desc, const void* data);
 

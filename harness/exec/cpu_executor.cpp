@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "harness/core/digest.h"
+#include "harness/core/element_diff.h"
 #include "harness/exec/executor.h"
 #include "kernels/common/thread_pool.h"
 
@@ -11,12 +12,11 @@ namespace d9m {
 
 namespace {
 
-// Maps float bits to integers that are ordered like the floats, so that the distance between
-// two mapped values is the number of representable floats between them (the ULP distance).
-std::int64_t ordered_bits(float f) {
-  std::int32_t i;
-  std::memcpy(&i, &f, sizeof i);
-  return i < 0 ? static_cast<std::int64_t>(std::numeric_limits<std::int32_t>::min()) - i : i;
+// The stats keep ULP distances as int64: a float64 distance beyond 2^63 (values across zero at the
+// ends of the range) saturates.
+std::int64_t ulp_as_int64(std::uint64_t ulp) {
+  return ulp > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
+                                                                                    : static_cast<std::int64_t>(ulp);
 }
 
 class CpuExecutor final : public Executor {
@@ -68,23 +68,11 @@ DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::i
   DiffStats d;
   d.first_index = -1;
   for (std::int64_t i = 0; i < elements; ++i) {
-    double abs_diff = 0;
-    std::int64_t ulp = 0;
-    if (dtype == DType::f32) {
-      const float a = static_cast<const float*>(first)[i], b = static_cast<const float*>(other)[i];
-      if (std::memcmp(&a, &b, sizeof a) == 0) continue;
-      abs_diff = std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::infinity()
-                                                : std::fabs(static_cast<double>(a) - static_cast<double>(b));
-      ulp = std::llabs(ordered_bits(a) - ordered_bits(b));
-    } else {
-      const std::int32_t a = static_cast<const std::int32_t*>(first)[i], b = static_cast<const std::int32_t*>(other)[i];
-      if (a == b) continue;
-      abs_diff = std::fabs(static_cast<double>(a) - static_cast<double>(b));
-      ulp = static_cast<std::int64_t>(abs_diff);
-    }
+    ElementDiff e;
+    if (!diff_element(dtype, first, other, i, e)) continue;
     if (d.count++ == 0) d.first_index = i;
-    d.max_abs = std::max(d.max_abs, abs_diff);
-    d.max_ulp = std::max(d.max_ulp, ulp);
+    d.max_abs = std::max(d.max_abs, e.abs_diff);
+    d.max_ulp = std::max(d.max_ulp, ulp_as_int64(e.ulp));
   }
   return d;
 }

@@ -176,6 +176,8 @@ CaseRecord case_record(const CatalogConfig& cc, const VariantDef& v, const std::
   rec.input_digest = input_digest;
   rec.output_dtype = std::string(dtype_name(cc.problem.output.dtype));
   rec.output_shape = shape_string(cc.problem.output.shape);
+  rec.dtype = std::string(dtype_short_name(cc.dtype));
+  rec.math = cc.math;
   rec.id = Store::case_id(rec);
   return rec;
 }

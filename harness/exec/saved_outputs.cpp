@@ -54,7 +54,8 @@ void save_inputs(const std::string& root, const CatalogConfig& cc, const std::ve
     in.push_back({{"name", t.desc().name}, {"dtype", dtype_name(t.desc().dtype)}, {"shape", t.desc().shape}});
   }
   const nlohmann::json j = {{"op", cc.op->name},   {"config", cc.name},        {"config_id", cc.config_id},
-                            {"params", cc.params_json}, {"seed", cc.seed},     {"input_digest", input_digest},
+                            {"params", cc.params_json}, {"dtype", dtype_short_name(cc.problem.dtype)},
+                            {"math", cc.problem.math},  {"seed", cc.seed},     {"input_digest", input_digest},
                             {"inputs", in},
                             {"output", {{"name", cc.problem.output.name}, {"dtype", dtype_name(cc.problem.output.dtype)},
                                         {"shape", cc.problem.output.shape}}}};

@@ -71,7 +71,7 @@ std::vector<StackDifference> stack_differences_of(const ReportData& data) {
 std::vector<Cost> costs_of(const ReportData& data) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
   for (const auto& r : data.results)
-    if (r.median_ns) groups[{r.op, r.config, r.stack, r.backend}].push_back(&r);
+    if (r.median_ns) groups[{r.source(), r.config, r.stack, r.backend}].push_back(&r);
   std::vector<Cost> out;
   for (const auto& [key, rs] : groups) {
     const CaseResult *det = nullptr, *nd = nullptr;
@@ -83,31 +83,31 @@ std::vector<Cost> costs_of(const ReportData& data) {
         nd = r;
     }
     if (det && nd && *nd->median_ns > 0)
-      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
+      out.push_back({std::get<0>(key), det->op, std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
                      static_cast<double>(*det->median_ns) / static_cast<double>(*nd->median_ns)});
   }
   return out;
 }
 
-// Per op and backend, the deterministic variant most often fastest, with its cost.
+// Per op at one precision (source) and backend, the deterministic variant most often fastest, with its cost.
 std::vector<Solution> solutions_of(const ReportData& data, const std::vector<Cost>& costs) {
   std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
-  for (const auto& c : costs) ++votes[{c.op, c.backend}][c.solution];
+  for (const auto& c : costs) ++votes[{c.source, c.backend}][c.solution];
   std::vector<Solution> out;
   for (const auto& [key, vs] : votes) {
     const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
     Solution s;
-    s.op = key.first;
+    s.source = key.first;
     s.backend = key.second;
     s.variant = best->first;
     s.key = footnote_key(out.size());
     for (const auto& c : costs)
-      if (c.op == s.op && c.backend == s.backend && c.solution == s.variant) {
+      if (c.source == s.source && c.backend == s.backend && c.solution == s.variant) {
         s.ratios.push_back(c.ratio);
         s.against = c.against;
       }
     for (const auto& r : data.results)
-      if (r.op == s.op && r.variant == s.variant) s.reason = r.claim_reason;
+      if (r.source() == s.source && r.variant == s.variant) s.reason = r.claim_reason;
     out.push_back(std::move(s));
   }
   return out;
@@ -189,13 +189,16 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
 
 std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solution>& solutions, const Verdict& verdict) {
   std::map<std::pair<std::string, std::string>, std::vector<const CaseResult*>> by_row;
-  for (const auto& r : data.results) by_row[{r.op, r.variant}].push_back(&r);
+  for (const auto& r : data.results) by_row[{r.source(), r.variant}].push_back(&r);
   std::vector<StatusRow> rows;
   for (const auto& [key, rs] : by_row) {
     StatusRow row;
-    row.op = key.first;
+    row.source = key.first;
     row.variant = key.second;
     const CaseResult& last = *rs.back();
+    row.op = last.op;
+    row.dtype = last.dtype;
+    row.math = last.math;
     row.backend = last.backend;
     row.role = last.role;
     row.claim_source = last.claim_source;
@@ -232,7 +235,7 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
     }
     if (row.claim_determinism == "nondeterministic")
       for (std::size_t i = 0; i < solutions.size(); ++i)
-        if (solutions[i].op == row.op && solutions[i].backend == row.backend) row.solution = static_cast<int>(i);
+        if (solutions[i].source == row.source && solutions[i].backend == row.backend) row.solution = static_cast<int>(i);
     rows.push_back(std::move(row));
   }
   return rows;

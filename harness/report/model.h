@@ -1,7 +1,7 @@
 // The status table and the verdict, built once from what a store says (results.h) and only
 // formatted by the renderers (report.h): every rule of the table lives here, once. The rules:
 //
-// - A cell is one op and variant on one stack, the worst over its configs in the order
+// - A row is an op at one precision (dtype and math mode) and one variant. A cell is that row on one stack, the worst over its configs in the order
 //   NONDETERMINISTIC > ERROR > DETERMINISTIC > UNSUPPORTED > SKIPPED: evidence of divergence
 //   wins (DESIGN.md "Status table").
 // - A solution is, per op and backend, the deterministic variant most often fastest over the
@@ -39,12 +39,12 @@ struct StackDifference {
 // The cost of determinism of one op and config on one stack: the median time of the fastest
 // deterministic-claimed variant that may be a solution over the fastest nondeterministic one.
 struct Cost {
-  std::string op, config, stack, backend, solution, against;
+  std::string source, op, config, stack, backend, solution, against;  // source: CaseResult::source()
   double ratio = 0;
 };
 
 struct Solution {
-  std::string op, backend, variant, reason, against, key;  // key: "a", "b", ... in the table's footnotes
+  std::string source, backend, variant, reason, against, key;  // key: "a", "b", ... in the table's footnotes
   std::vector<double> ratios;                              // one per config and stack where it was fastest
   double geomean() const;
   double lowest() const;
@@ -58,8 +58,9 @@ struct StatusCell {
   std::size_t configs = 0, nd_configs = 0;
 };
 
+// One row: an op at one precision (its source, CaseResult::source()) and one variant.
 struct StatusRow {
-  std::string op, variant, backend;
+  std::string source, op, dtype, math, variant, backend;
   Role role = Role::unset;
   std::string claim_determinism, claim_source, claim_reason;
   std::vector<StatusCell> cells;  // one per stack, in ReportData::stacks order

@@ -12,7 +12,7 @@ std::string render_csv(const ReportData& data, const StatusModel& m) {
   std::ostringstream o;
   o << "stack,fingerprint,op,config,config_id,variant,backend,status,trials,distinct,digest,input_digest,"
        "claim_determinism,claim_source,claim_reason,claim_broken,bound95,median_ns,min_ns,worst_diff_count,worst_diff_max_ulp,"
-       "worst_diff_max_abs,detail,role,failures\r\n";
+       "worst_diff_max_abs,detail,role,failures,dtype,math\r\n";
   for (const auto& r : data.results) {
     const auto& s = data.stack(r.stack);
     std::string failures;
@@ -25,7 +25,7 @@ std::string render_csv(const ReportData& data, const StatusModel& m) {
         std::to_string(r.distinct), r.digest, r.input_digest, r.claim_determinism, r.claim_source, r.claim_reason,
         r.claim_broken() ? "true" : "false", bound, r.median_ns ? std::to_string(*r.median_ns) : "",
         r.min_ns ? std::to_string(*r.min_ns) : "", r.worst_diff ? std::to_string(r.worst_diff->count) : "",
-        r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "", abs, r.detail, to_string(r.role), failures};
+        r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "", abs, r.detail, to_string(r.role), failures, r.dtype, r.math};
     bool first = true;
     for (const auto& f : fields) {
       o << (first ? "" : ",") << csv_field(f);

@@ -107,7 +107,7 @@ void heatmap(std::ostringstream& o, const ReportData& data, const StatusModel& m
   int row_index = 0;
   for (const auto& row : m.rows) {
     const int y = top + row_index * row_h;
-    o << "<text x=\"4\" y=\"" << y + 14 << "\">" << xml_escape(row.op + "  " + row.variant) << "</text>\n";
+    o << "<text x=\"4\" y=\"" << y + 14 << "\">" << xml_escape(row.source + "  " + row.variant) << "</text>\n";
     for (std::size_t j = 0; j < row.cells.size(); ++j) {
       const StatusCell& c = row.cells[j];
       const std::string cls = c.configs ? status_class(c.status) : "s";
@@ -116,7 +116,7 @@ void heatmap(std::ostringstream& o, const ReportData& data, const StatusModel& m
                                                 (c.broken ? ", claim broken" : "")
                                           : "not run";
       const int x = label_w + static_cast<int>(j) * col_w;
-      o << "<g><title>" << xml_escape(row.op + " " + row.variant + " on " + data.stacks[j].label + ": " + title) << "</title>"
+      o << "<g><title>" << xml_escape(row.source + " " + row.variant + " on " + data.stacks[j].label + ": " + title) << "</title>"
         << "<rect x=\"" << x + 2 << "\" y=\"" << y + 2 << "\" width=\"" << col_w - 4 << "\" height=\"" << row_h - 3 << "\" fill=\""
         << fill.at(cls) << "\"" << (c.broken ? " stroke=\"#1b1f24\" stroke-width=\"3\"" : " stroke=\"#d0d7de\"") << "/>"
         << "<text x=\"" << x + col_w / 2 << "\" y=\"" << y + 15 << "\" text-anchor=\"middle\" fill=\""
@@ -146,9 +146,9 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
   for (const auto& s : m.solutions) {
     const double g = s.geomean();
     const int y = 20 + i * bar_h, x1 = std::min(xpos(1.0), xpos(g)), x2 = std::max(xpos(1.0), xpos(g));
-    o << "<g><title>" << xml_escape(s.op + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + num("%.2fx", g) + " over " +
+    o << "<g><title>" << xml_escape(s.source + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + num("%.2fx", g) + " over " +
                                     std::to_string(s.ratios.size()) + " configs")
-      << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(s.op + " (" + s.backend + ")") << "</text><rect x=\"" << x1
+      << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(s.source + " (" + s.backend + ")") << "</text><rect x=\"" << x1
       << "\" y=\"" << y + 2 << "\" width=\"" << std::max(x2 - x1, 1) << "\" height=\"" << bar_h - 5 << "\" fill=\""
       << (g > 1 ? "#bf8700" : "#2da44e") << "\"/><text x=\"" << x2 + 4 << "\" y=\"" << y + 13 << "\">" << num("%.2fx", g) << "</text></g>\n";
     ++i;
@@ -191,7 +191,7 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
        "<th>95% bound</th><th>median us</th><th>min us</th><th>worst diff (ULP)</th><th>claim</th><th>digest</th></tr></thead><tbody>\n";
   for (const auto& r : data.results) {
     const std::string bound = r.status == Status::deterministic ? num("%.4g", r.bound95()) : "";
-    o << "<tr><td>" << xml_escape(r.op) << "</td><td title=\"" << xml_escape(r.params) << "\">" << xml_escape(r.config) << "</td><td>"
+    o << "<tr><td>" << xml_escape(r.source()) << "</td><td title=\"" << xml_escape(r.params) << "\">" << xml_escape(r.config) << "</td><td>"
       << xml_escape(r.variant) << "</td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td class=\"" << status_class(r.status)
       << (m.verdict.claim_failed(r) ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td class=\"num\">"
       << r.trials << "</td><td class=\"num\">" << r.distinct << "</td><td class=\"num\">" << bound << "</td><td class=\"num\">"

@@ -22,6 +22,8 @@ json result_json(const ReportData& data, const StatusModel& m, const CaseResult&
             {"config", r.config},
             {"config_id", r.config_id},
             {"params", parse_stored_json(r.params)},
+            {"dtype", r.dtype},
+            {"math", r.math},
             {"stack", r.stack},
             {"stack_label", data.stack(r.stack).label},
             {"case_id", r.case_id},
@@ -73,7 +75,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
   for (const auto& r : data.results) results.push_back(result_json(data, m, r));
   json costs = json::array();
   for (const auto& c : m.costs)
-    costs.push_back({{"op", c.op}, {"config", c.config}, {"stack", c.stack}, {"solution", c.solution},
+    costs.push_back({{"op", c.op}, {"source", c.source}, {"config", c.config}, {"stack", c.stack}, {"solution", c.solution},
                      {"against", c.against}, {"ratio", c.ratio}});
   json cross = json::array();
   for (const auto& c : m.cross)
@@ -95,7 +97,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
       solution = {{"variant", s.variant}, {"against", s.against}, {"geomean", s.geomean()}, {"min", s.lowest()},
                   {"max", s.highest()}, {"pairs", s.ratios.size()}};
     }
-    rows.push_back({{"op", row.op}, {"variant", row.variant}, {"role", to_string(row.role)}, {"backend", row.backend},
+    rows.push_back({{"source", row.source}, {"op", row.op}, {"dtype", row.dtype}, {"math", row.math}, {"variant", row.variant}, {"role", to_string(row.role)}, {"backend", row.backend},
                     {"claim", row.claim_determinism}, {"cells", cells}, {"solution", solution}});
   }
   const json report = {{"schema", "d9m.report/1"},

@@ -69,6 +69,8 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
       property(cases, "        ", "input_digest", r.input_digest);
       property(cases, "        ", "config_id", r.config_id);
       property(cases, "        ", "params", r.params);
+      property(cases, "        ", "dtype", r.dtype);
+      property(cases, "        ", "math", r.math);
       if (r.median_ns) property(cases, "        ", "median_ns", std::to_string(*r.median_ns));
       cases << "      </properties>\n      <testcase classname=\"" << xml_escape("d9m." + s.label + "." + r.op + "." + r.config)
             << "\" name=\"" << xml_escape(r.variant) << "\" time=\"" << seconds(r.median_ns) << "\">\n";

@@ -21,7 +21,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
   for (std::size_t i = 0; i < data.stacks.size(); ++i) o << "---|";
   o << "---|\n";
   for (const auto& row : m.rows) {
-    o << "| " << row.op << " | " << row.variant << " | " << format::short_claim(row.claim_determinism, row.claim_source) << " |";
+    o << "| " << row.source << " | " << row.variant << " | " << format::short_claim(row.claim_determinism, row.claim_source) << " |";
     for (const auto& c : row.cells) o << " " << (c.broken ? "**" + c.text + "** (claim broken)" : c.text) << " |";
     std::string solution;
     if (row.claim_determinism == "nondeterministic") {
@@ -39,7 +39,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
        "config; `-` not run (or skipped) on that stack. Claim: what the variant is expected to be and who says so (design, "
        "vendor-doc, vendor-api).\n\n";
   for (const auto& s : m.solutions)
-    o << "- [" << s.key << "] **" << s.op << "** (" << s.backend << "): " << s.variant << " (" << s.reason
+    o << "- [" << s.key << "] **" << s.source << "** (" << s.backend << "): " << s.variant << " (" << s.reason
       << "). Cost: median time of " << s.variant << " over the median of the fastest nondeterministic variant (" << s.against
       << "), geometric mean " << format::num("%.2fx", s.geomean()) << " over " << s.ratios.size()
       << " config-stack pairs, range " << format::num("%.2fx", s.lowest()) << "-" << format::num("%.2fx", s.highest()) << ".\n";
@@ -49,7 +49,7 @@ void cross_implementation(std::ostringstream& o, const ReportData& data, const S
   if (m.cross.empty()) return;
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<int, int>> agg;  // equal / checked
   for (const auto& c : m.cross) {
-    auto& [eq, n] = agg[{c.result->op, c.result->variant, c.partner, c.result->stack}];
+    auto& [eq, n] = agg[{c.result->source(), c.result->variant, c.partner, c.result->stack}];
     eq += c.equal();
     ++n;
   }
@@ -81,7 +81,7 @@ void cases(std::ostringstream& o, const ReportData& data) {
       diff = std::to_string(r.worst_diff->count) + " elems, " + std::to_string(r.worst_diff->max_ulp) + " ULP, " +
              format::num("%.3g", r.worst_diff->max_abs) + " abs";
     const std::string st = to_string(r.status) + (r.detail.empty() ? "" : " (" + r.detail + ")");
-    o << "| " << r.op << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+    o << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
       << md_cell(st) << " | " << r.trials << " | " << r.distinct << " | "
       << (r.status == Status::deterministic ? format::num("< %.3g", r.bound95()) : "-") << " | "
       << format::duration(r.median_ns) << " | " << format::duration(r.min_ns) << " | " << diff << " |\n";

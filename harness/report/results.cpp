@@ -56,6 +56,13 @@ Role role_of_row(const std::string& stored, const std::string& op, const std::st
 
 }  // namespace
 
+std::string CaseResult::source() const {
+  std::string s = op;
+  if (dtype != "f32" || math != "default") s += " " + dtype;
+  if (math != "default") s += " " + math;
+  return s;
+}
+
 double CaseResult::bound95() const {
   if (trials < 2) return 1.0;
   return 1.0 - std::pow(0.05, 1.0 / static_cast<double>(trials - 1));
@@ -168,7 +175,8 @@ class Loader {
                      "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
                      " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
                      " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
-                         std::string(store_.schema_version() >= 3 ? "cr.role" : "''") +
+                         std::string(store_.schema_version() >= 3 ? "cr.role" : "''") + ", " +
+                         std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") +
                          " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
                          " ORDER BY r.started_at, r.id, cr.seq");
     bind_run(s);
@@ -187,6 +195,8 @@ class Loader {
         r.input_digest = s.text(8);
         r.output_dtype = s.text(9);
         r.output_shape = s.text(10);
+        r.dtype = s.text(18);
+        r.math = s.text(19);
       }
       r.claim_determinism = s.text(11);
       r.claim_source = s.text(12);

@@ -27,6 +27,10 @@ struct StackInfo {
 struct CaseResult {
   std::string stack, case_id, op, variant, backend, config, config_id, params, input_digest;
   std::string output_dtype, output_shape;
+  std::string dtype = "f32", math = "default";  // the config's precision (store schema 4)
+  // The table's row label of the case's op: the op, then its dtype and math mode where they are
+  // not the defaults ("matmul", "matmul f16", "matmul f32 tf32").
+  std::string source() const;
   // The claim, role and detail of the latest run that recorded the case (claims may be refined
   // between d9m versions).
   std::string claim_determinism, claim_source, claim_reason, bit_equal_to;

@@ -48,10 +48,12 @@ Store::ChainState Store::stored_chain(sqlite3* db, const std::string& run_id) {
 }
 
 std::string Store::case_id(const CaseRecord& c) {
-  const nlohmann::json j = {{"op", c.op},         {"variant", c.variant},           {"backend", c.backend},
+  nlohmann::json j = {{"op", c.op},         {"variant", c.variant},           {"backend", c.backend},
                             {"config", c.config}, {"config_id", c.config_id},       {"params", c.params},
                             {"seed", c.seed},     {"input_digest", c.input_digest}, {"output_dtype", c.output_dtype},
                             {"output_shape", c.output_shape}};
+  if (c.dtype != "f32") j["dtype"] = c.dtype;
+  if (c.math != "default") j["math"] = c.math;
   return sha256_hex(json_text(j));
 }
 

@@ -170,10 +170,10 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     check_not_replaced();
     sql::Statement(db_,
                    "INSERT OR IGNORE INTO cases(id, op, variant, backend, config, config_id, params, seed,"
-                   " input_digest, output_dtype, output_shape) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+                   " input_digest, output_dtype, output_shape, dtype, math) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, c.id).bind(2, c.op).bind(3, c.variant).bind(4, c.backend).bind(5, c.config)
         .bind(6, c.config_id).bind(7, c.params).bind(8, static_cast<std::int64_t>(c.seed))
-        .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).run();
+        .bind(9, c.input_digest).bind(10, c.output_dtype).bind(11, c.output_shape).bind(12, c.dtype).bind(13, c.math).run();
     auto known = chains_.find(run_id);
     ChainState chain = known != chains_.end() ? known->second : stored_chain(db_, run_id);
     const std::int64_t seq = chain.next_seq++;

@@ -20,7 +20,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 
 struct TrialRecord {
   std::int64_t trial = 0;
@@ -34,6 +34,9 @@ struct CaseRecord {
   std::string op, variant, backend, config, config_id, params;
   std::uint64_t seed = 0;
   std::string input_digest, output_dtype, output_shape;
+  // The precision (schema 4): the config's float dtype ("f32", "f16", "bf16", "f64") and math
+  // mode. Part of the id only when not the default, so ids written before schema 4 stay valid.
+  std::string dtype = "f32", math = "default";
 };
 
 struct CaseRunRecord {

@@ -89,6 +89,14 @@ void migrate_2_to_3(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = 3");
 }
 
+// Schema 3 -> 4: cases gain their precision. Every case already there is f32 at the default math
+// mode, which is what the defaults say, and its id (which leaves defaults out) stays valid.
+void migrate_3_to_4(sqlite3* db) {
+  sql::exec(db, "ALTER TABLE cases ADD COLUMN dtype TEXT NOT NULL DEFAULT 'f32'");
+  sql::exec(db, "ALTER TABLE cases ADD COLUMN math TEXT NOT NULL DEFAULT 'default'");
+  sql::exec(db, "PRAGMA user_version = 4");
+}
+
 // WAL needs shared memory that every process of the store sees coherently; network file systems
 // do not give that (https://www.sqlite.org/wal.html, "WAL does not work over a network
 // filesystem"), so a store there could be silently corrupted. The magic numbers are statfs(2)'s.
@@ -293,6 +301,10 @@ void Store::migrate() {
     }
     if (now == 1 || now == 2) {
       migrate_2_to_3(db_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 3) {
+      migrate_3_to_4(db_);
       migrated = true;
     }
     tx.commit();

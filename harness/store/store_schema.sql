@@ -1,4 +1,4 @@
--- d9m store, schema version 3 (Store::open migrates versions 1 and 2 forward, after a backup). user_version and application_id are set by the code.
+-- d9m store, schema version 4 (Store::open migrates versions 1 to 3 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -35,7 +35,10 @@ CREATE TABLE cases (
   seed         INTEGER NOT NULL,
   input_digest TEXT NOT NULL,
   output_dtype TEXT NOT NULL,
-  output_shape TEXT NOT NULL
+  output_shape TEXT NOT NULL,
+  -- schema 4 (the precision axis; added by ALTER TABLE when migrating, hence last and with defaults):
+  dtype        TEXT NOT NULL DEFAULT 'f32',      -- the config's float dtype: f32, f16, bf16, f64
+  math         TEXT NOT NULL DEFAULT 'default'   -- a library op's math mode
 );
 CREATE TABLE case_runs (
   run_id            TEXT NOT NULL REFERENCES runs(id),

@@ -54,12 +54,14 @@ void check_content_addressed(sqlite3* db, VerifyReport& v) {
     if (sha256_hex(f.text(1)) != f.text(0)) v.problems.push_back("fingerprint " + f.text(0) + ": id does not match its content");
     if (!f.integer(2)) v.problems.push_back("fingerprint " + f.text(0) + ": no run uses it (a run deleted, or a row inserted)");
   }
+  const bool precision = has_column(db, "cases", "dtype");  // schema 4
   sql::Statement c(db, "SELECT id, op, variant, backend, config, config_id, params, seed, input_digest, output_dtype,"
-                       " output_shape, EXISTS (SELECT 1 FROM case_runs cr WHERE cr.case_id = c.id) FROM cases c");
+                       " output_shape, EXISTS (SELECT 1 FROM case_runs cr WHERE cr.case_id = c.id), " +
+                           std::string(precision ? "dtype, math" : "'f32', 'default'") + " FROM cases c");
   while (c.step()) {
     ++v.cases;
     CaseRecord r{c.text(0), c.text(1), c.text(2), c.text(3), c.text(4), c.text(5), c.text(6),
-                 static_cast<std::uint64_t>(c.integer(7)), c.text(8), c.text(9), c.text(10)};
+                 static_cast<std::uint64_t>(c.integer(7)), c.text(8), c.text(9), c.text(10), c.text(12), c.text(13)};
     const std::string what = "case " + r.id + " (" + r.op + "/" + r.config + "/" + r.variant + ")";
     if (Store::case_id(r) != r.id) v.problems.push_back(what + ": id does not match its content");
     if (!c.integer(11)) v.problems.push_back(what + ": no run uses it (a run deleted, or a row inserted)");

@@ -20,7 +20,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#include "kernels/common/half.h"
 
 #include "kernels/common/thread_pool.h"
 #include "kernels/registry.h"
@@ -35,30 +38,47 @@ inline constexpr std::size_t kOrderedChunk = 512;
 // Target ranges of the ordered variant's bucketing (at most this many).
 inline constexpr std::size_t kOrderedRanges = 256;
 
-template <class Enumerate>
-void serial(std::size_t sources, float* out, Enumerate&& en) {
-  auto emit = [out](std::size_t t, float v) { out[t] += v; };
+// The storage type T of the output is float (every family), or double, Half or BFloat16 (the
+// families that run at other precisions). Each contribution is added in T with one rounding
+// (half.h add()), as the frameworks' atomicAdd on __half does: the order of adds shows in every
+// type, most in the 16-bit ones.
+
+template <class T, class Enumerate>
+void serial(std::size_t sources, T* out, Enumerate&& en) {
+  auto emit = [out](std::size_t t, T v) { out[t] = add(out[t], v); };
   for (std::size_t s = 0; s < sources; ++s) en(s, emit);
 }
 
-template <class Enumerate>
-void atomic(ThreadPool& pool, std::size_t sources, float* out, Enumerate&& en) {
+// One atomic add in T: fetch_add for float and double, a compare-and-swap loop on the bits for
+// the 16-bit types (as CUDA's atomicAdd on __half is built where the hardware lacks one).
+template <class T>
+void atomic_add(T* p, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
+  } else {
+    std::atomic_ref<std::uint16_t> bits(p->bits);
+    std::uint16_t seen = bits.load(std::memory_order_relaxed);
+    while (!bits.compare_exchange_weak(seen, add(T{seen}, v).bits, std::memory_order_relaxed)) {
+    }
+  }
+}
+
+template <class T, class Enumerate>
+void atomic(ThreadPool& pool, std::size_t sources, T* out, Enumerate&& en) {
   const std::size_t tasks = (sources + kAtomicGrain - 1) / kAtomicGrain;
   pool.parallel_for(tasks, [&](std::size_t task) {
-    auto emit = [out](std::size_t t, float v) {
-      std::atomic_ref<float>(out[t]).fetch_add(v, std::memory_order_relaxed);
-    };
+    auto emit = [out](std::size_t t, T v) { atomic_add(out + t, v); };
     const std::size_t end = std::min(sources, (task + 1) * kAtomicGrain);
     for (std::size_t s = task * kAtomicGrain; s < end; ++s) en(s, emit);
   });
 }
 
-template <class Enumerate>
-void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, float* out,
+template <class T, class Enumerate>
+void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, T* out,
              Enumerate&& en) {
   struct Contribution {
     std::uint32_t target;
-    float value;
+    T value;
   };
   if (sources == 0 || targets == 0) return;
   const std::size_t chunks = (sources + kOrderedChunk - 1) / kOrderedChunk;
@@ -71,7 +91,7 @@ void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, float* 
   pool.parallel_for(chunks, [&](std::size_t c) {
     auto& mine = collected[c];
     std::size_t* count = &counts[c * ranges];
-    auto emit = [&](std::size_t t, float v) {
+    auto emit = [&](std::size_t t, T v) {
       mine.push_back({static_cast<std::uint32_t>(t), v});
       ++count[t / range_width];
     };
@@ -102,16 +122,16 @@ void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, float* 
   // 4. One task per range adds its bucket in order: per target, exactly the serial order.
   pool.parallel_for(ranges, [&](std::size_t r) {
     for (std::size_t i = range_begin[r]; i < range_begin[r + 1]; ++i)
-      out[bucketed[i].target] += bucketed[i].value;
+      out[bucketed[i].target] = add(out[bucketed[i].target], bucketed[i].value);
   });
 }
 
 enum class Order { serial, atomic, ordered };
 
-// Applies an op in scatter form to a.out<float>() (already initialised by the caller).
-template <class Enumerate>
+// Applies an op in scatter form to a.out<T>() (already initialised by the caller).
+template <class T = float, class Enumerate>
 void apply(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en) {
-  float* out = a.out<float>();
+  T* out = a.out<T>();
   switch (order) {
     case Order::serial: serial(sources, out, en); break;
     case Order::atomic: atomic(*a.exec.pool, sources, out, en); break;

@@ -14,65 +14,94 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/accumulate.h"
 #include "kernels/common/cuda_check.h"
 
 namespace d9m::accumulate::cuda {
 
+// atomicAdd in T: the hardware's for float and double, and for __half and __nv_bfloat16 (native
+// on sm_70+ and sm_80+: the frameworks' half-precision scatter kernels).
+__device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(Half* p, Half v) { atomicAdd(reinterpret_cast<__half*>(p), __ushort_as_half(v.bits)); }
+__device__ inline void atomic_add(BFloat16* p, BFloat16 v) {
+  atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), __ushort_as_bfloat16(v.bits));
+}
+
+template <class T>
 struct AtomicEmit {
-  float* out;
-  __device__ void operator()(std::size_t t, float v) const { atomicAdd(out + t, v); }
+  T* out;
+  __device__ void operator()(std::size_t t, T v) const { atomic_add(out + t, v); }
 };
 
+template <class T>
 struct CountEmit {
   unsigned long long n = 0;
-  __device__ void operator()(std::size_t, float) { ++n; }
+  __device__ void operator()(std::size_t, T) { ++n; }
 };
 
+template <class T>
 struct WriteEmit {
   std::uint32_t* keys;
-  float* values;
+  T* values;
   unsigned long long at;
-  __device__ void operator()(std::size_t t, float v) {
+  __device__ void operator()(std::size_t t, T v) {
     keys[at] = static_cast<std::uint32_t>(t);
     values[at] = v;
     ++at;
   }
 };
 
-template <class En>
-__global__ void atomic_kernel(std::size_t sources, float* out, En en) {
+template <class T, class En>
+__global__ void atomic_kernel(std::size_t sources, T* out, En en) {
   const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (s >= sources) return;
-  AtomicEmit emit{out};
+  AtomicEmit<T> emit{out};
   en(s, emit);
 }
 
-template <class En>
+template <class T, class En>
 __global__ void count_kernel(std::size_t sources, unsigned long long* counts, En en) {
   const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (s >= sources) return;
-  CountEmit emit;
+  CountEmit<T> emit;
   en(s, emit);
   counts[s] = emit.n;
 }
 
-template <class En>
+template <class T, class En>
 __global__ void write_kernel(std::size_t sources, const unsigned long long* offsets, std::uint32_t* keys,
-                             float* values, En en) {
+                             T* values, En en) {
   const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (s >= sources) return;
-  WriteEmit emit{keys, values, offsets[s]};
+  WriteEmit<T> emit{keys, values, offsets[s]};
   en(s, emit);
 }
 
-// One thread per run of equal targets: out[t] += values[first..first+len) in order.
+// One thread per run of equal targets: out[t] += values[first..first+len) in order, each add
+// rounded once in T (half.h add(), the same code as the CPU's).
+template <class T>
 __global__ void segment_sum_kernel(const std::uint32_t* unique_targets, const int* run_lengths,
-                                   const int* run_offsets, const int* runs, const float* values, float* out);
+                                   const int* run_offsets, const int* runs, const T* values, T* out) {
+  const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (r >= *runs) return;
+  const std::uint32_t t = unique_targets[r];
+  T acc = out[t];
+  const int first = run_offsets[r], end = first + run_lengths[r];
+  for (int i = first; i < end; ++i) acc = add(acc, values[i]);
+  out[t] = acc;
+}
+
+// The radix sort moves values as opaque payload; the 16-bit types travel as their bits.
+template <class T>
+using SortValue = std::conditional_t<sizeof(T) == 2, std::uint16_t, T>;
 
 inline int bits_for(std::size_t targets) {
   int bits = 1;
@@ -80,21 +109,21 @@ inline int bits_for(std::size_t targets) {
   return bits;
 }
 
-template <class En>
-void atomic(cudaStream_t stream, std::size_t sources, float* out, En en) {
+template <class T, class En>
+void atomic(cudaStream_t stream, std::size_t sources, T* out, En en) {
   if (sources == 0) return;
   atomic_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, out, en);
   D9M_CUDA_CHECK_LAUNCH();
 }
 
-template <class En>
-void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, float* out, En en) {
+template <class T, class En>
+void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* out, En en) {
   if (sources == 0 || targets == 0) return;
   // 1-2. counts and offsets (one extra element so the scan also yields the total).
   DeviceBuffer counts((sources + 1) * sizeof(unsigned long long), stream);
   DeviceBuffer offsets((sources + 1) * sizeof(unsigned long long), stream);
   D9M_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, counts.bytes(), stream));
-  count_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, counts.get<unsigned long long>(), en);
+  count_kernel<T><<<blocks_for(sources), 256, 0, stream>>>(sources, counts.get<unsigned long long>(), en);
   D9M_CUDA_CHECK_LAUNCH();
   std::size_t temp_bytes = 0;
   D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.get<unsigned long long>(),
@@ -114,22 +143,23 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, floa
   const int m = static_cast<int>(total);
 
   // 3. pairs in reference order.
-  DeviceBuffer keys(total * sizeof(std::uint32_t), stream), values(total * sizeof(float), stream);
-  write_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, offsets.get<unsigned long long>(),
-                                                        keys.get<std::uint32_t>(), values.get<float>(), en);
+  using V = SortValue<T>;
+  DeviceBuffer keys(total * sizeof(std::uint32_t), stream), values(total * sizeof(T), stream);
+  write_kernel<T><<<blocks_for(sources), 256, 0, stream>>>(sources, offsets.get<unsigned long long>(),
+                                                           keys.get<std::uint32_t>(), values.get<T>(), en);
   D9M_CUDA_CHECK_LAUNCH();
 
   // 4. stable sort by target.
-  DeviceBuffer keys_sorted(total * sizeof(std::uint32_t), stream), values_sorted(total * sizeof(float), stream);
+  DeviceBuffer keys_sorted(total * sizeof(std::uint32_t), stream), values_sorted(total * sizeof(T), stream);
   const int end_bit = bits_for(targets);
   temp_bytes = 0;
   D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get<std::uint32_t>(), keys_sorted.get<std::uint32_t>(),
-                                                 values.get<float>(), values_sorted.get<float>(), m, 0, end_bit, stream));
+                                                 values.get<V>(), values_sorted.get<V>(), m, 0, end_bit, stream));
   {
     DeviceBuffer temp(temp_bytes, stream);
     D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get<std::uint32_t>(),
-                                                   keys_sorted.get<std::uint32_t>(), values.get<float>(),
-                                                   values_sorted.get<float>(), m, 0, end_bit, stream));
+                                                   keys_sorted.get<std::uint32_t>(), values.get<V>(),
+                                                   values_sorted.get<V>(), m, 0, end_bit, stream));
   }
 
   // 5. segments of equal targets.
@@ -153,16 +183,16 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, floa
   }
 
   // 6. one thread per segment, in order. (At most `m` segments; threads past the run count exit.)
-  segment_sum_kernel<<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
-      unique.get<std::uint32_t>(), lengths.get<int>(), starts.get<int>(), runs.get<int>(), values_sorted.get<float>(), out);
+  segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
+      unique.get<std::uint32_t>(), lengths.get<int>(), starts.get<int>(), runs.get<int>(), values_sorted.get<T>(), out);
   D9M_CUDA_CHECK_LAUNCH();
 }
 
-template <class En>
+template <class T = float, class En>
 void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
   auto stream = static_cast<cudaStream_t>(a.exec.stream);
-  if (order == Order::atomic) atomic(stream, sources, a.out<float>(), en);
-  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<float>(), en);
+  if (order == Order::atomic) atomic(stream, sources, a.out<T>(), en);
+  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en);
 }
 
 // cuda.atomic and cuda.ordered of an op in scatter form, for D9M_REGISTER_VARIANTS. run(a, order)

@@ -37,6 +37,9 @@ inline std::int64_t checked_product(std::initializer_list<std::int64_t> factors,
   return p;
 }
 
+// f32 first (the default), then the others: an op whose variants all run at every precision.
+inline std::vector<DType> all_float_dtypes() { return {DType::f32, DType::f16, DType::bf16, DType::f64}; }
+
 inline TensorDesc f32(std::string name, Shape shape) { return {std::move(name), DType::f32, std::move(shape)}; }
 inline TensorDesc i32(std::string name, Shape shape) { return {std::move(name), DType::i32, std::move(shape)}; }
 

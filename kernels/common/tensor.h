@@ -3,16 +3,36 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace d9m {
 
-enum class DType : std::uint8_t { f32, i32 };
+// Element types. The float types are the precision axis (DESIGN.md "Precision"): a config names
+// one as `dtype` (f32 default), and every float tensor of its op takes it; indices stay i32.
+// Half and BFloat16 (kernels/common/half.h) are the 16-bit storage types.
+enum class DType : std::uint8_t { f32, i32, f16, bf16, f64 };
 
-constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 4; }
-std::string_view dtype_name(DType t);  // NumPy-style: "float32", "int32"
+constexpr std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f16:
+    case DType::bf16: return 2;
+    case DType::f64: return 8;
+    case DType::f32:
+    case DType::i32: return 4;
+  }
+  return 4;
+}
+constexpr bool is_float(DType t) { return t != DType::i32; }
+std::string_view dtype_name(DType t);  // NumPy-style: "float32", "int32", "float16", "bfloat16", "float64"
+// The catalogue's spelling of a float dtype: "f32", "f16", "bf16", "f64" ("i32" for int32).
+std::string_view dtype_short_name(DType t);
+// The float dtype a catalogue names, or nullopt.
+std::optional<DType> float_dtype_from_short_name(std::string_view s);
+// Every float dtype, in the catalogue's order of mention.
+inline constexpr DType kFloatDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::f64};
 
 using Shape = std::vector<std::int64_t>;
 

@@ -1,4 +1,5 @@
-// scatter family, TensorFlow semantics, float32 values, int32 indices:
+// scatter family, TensorFlow semantics, int32 indices, values in the config's dtype (f32, f16,
+// bf16, f64; the adds are done in that type, one rounding each, as atomicAdd on __half does):
 //   scatter_add(ref[R,D], indices[U], updates[U,D])            -> ref with ref[indices[u],:] += updates[u,:]
 //   scatter_nd_add(ref[A,B,D], indices[U,2], updates[U,D])     -> ref with ref[i0,i1,:] += updates[u,:]
 //   unsorted_segment_sum(data[R,D], segment_ids[R], num_segments) -> out[S,D], out[s,:] = sum of
@@ -27,9 +28,10 @@ enum class Indexing { rows, pairs, segments };
 // Scatter form of the family: source = one update (data) row u; it adds its `depth` values into
 // one destination row: indices[u] (rows), indices[u,0]*dim1 + indices[u,1] (pairs), or
 // segment_ids[u], dropped when negative or out of range (segments).
+template <class T>
 struct UpdateRows {
   Geometry g;
-  const float* updates;
+  const T* updates;
   const std::int32_t* indices;
   Indexing indexing;
 

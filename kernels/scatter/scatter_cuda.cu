@@ -1,6 +1,7 @@
-// CUDA variants of the scatter family.
+// CUDA variants of the scatter family, in the config's dtype.
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/scatter/scatter.h"
 
 namespace d9m::scatter {
@@ -11,28 +12,29 @@ void copy_ref(const KernelArgs& a) {
                                  cuda::stream_of(a)));
 }
 
+// Adds the update rows (input `updates`, indices input `indices`) onto the initialised output.
+void add_rows(const KernelArgs& a, accumulate::Order order, std::size_t updates, std::size_t indices, Indexing indexing) {
+  const auto& g = a.problem.geom<Geometry>();
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::cuda::apply<T>(order, a, static_cast<std::size_t>(g.updates),
+                               UpdateRows<T>{g, a.in<T>(updates), a.in<std::int32_t>(indices), indexing});
+  });
+}
+
 }  // namespace
 
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "scatter_add", [](const KernelArgs& a, accumulate::Order o) {
-      const auto& g = a.problem.geom<Geometry>();
-      copy_ref(a);
-      accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
-                              UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::rows});
-    }));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "scatter_nd_add", [](const KernelArgs& a, accumulate::Order o) {
-      const auto& g = a.problem.geom<Geometry>();
-      copy_ref(a);
-      accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
-                              UpdateRows{g, a.in<float>(2), a.in<std::int32_t>(1), Indexing::pairs});
-    }));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "unsorted_segment_sum", [](const KernelArgs& a, accumulate::Order o) {
-      const auto& g = a.problem.geom<Geometry>();
-      cuda::zero_output(a);
-      accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.updates),
-                              UpdateRows{g, a.in<float>(0), a.in<std::int32_t>(1), Indexing::segments});
-    }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_add", [](const KernelArgs& a, accumulate::Order o) {
+  copy_ref(a);
+  add_rows(a, o, 2, 1, Indexing::rows);
+}));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_nd_add", [](const KernelArgs& a, accumulate::Order o) {
+  copy_ref(a);
+  add_rows(a, o, 2, 1, Indexing::pairs);
+}));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("unsorted_segment_sum", [](const KernelArgs& a, accumulate::Order o) {
+  cuda::zero_output(a);
+  add_rows(a, o, 0, 1, Indexing::segments);
+}));
 
 }  // namespace d9m::scatter

@@ -24,6 +24,7 @@ D9M_REGISTER_OP(OpDef{
     .params = {op::integer("rows", "rows of ref"), op::integer("depth", "elements per row"),
                op::integer("updates", "number of update rows"), index_range_param()},
     .tolerance = 1e-5,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t rows = p.integer("rows"), d = p.integer("depth"), u = p.integer("updates");
       return Problem{{op::f32("ref", {rows, d}), op::i32("indices", {u}), op::f32("updates", {u, d})},
@@ -43,6 +44,7 @@ D9M_REGISTER_OP(OpDef{
                op::integer("depth", "elements per indexed slice"),
                op::integer("updates", "number of update slices"), index_range_param()},
     .tolerance = 1e-5,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t a = p.integer("dim0"), b = p.integer("dim1"), d = p.integer("depth"),
                          u = p.integer("updates");
@@ -71,6 +73,7 @@ D9M_REGISTER_OP(OpDef{
     .params = {op::integer("rows", "rows of data"), op::integer("depth", "elements per row"),
                op::integer("num_segments", "number of segments")},
     .tolerance = 1e-5,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t r = p.integer("rows"), d = p.integer("depth"), s = p.integer("num_segments");
       return Problem{{op::f32("data", {r, d}), op::i32("segment_ids", {r})}, op::f32("output", {s, d}),

@@ -10,6 +10,7 @@
 #include "harness/core/gpu_digest.h"
 #include "harness/core/inputs.h"
 #include "kernels/common/counter_rng.h"
+#include "suites/unit/kernel_harness.h"
 
 namespace d9m {
 namespace {
@@ -123,6 +124,34 @@ TEST(GpuDigest, DiffStatsEqualTheHostOnes) {
   EXPECT_DOUBLE_EQ(g.max_abs, h.max_abs);
 }
 
+// The same in the 16-bit types and f64: the device reads elements of the output's dtype.
+TEST(GpuDigest, DiffStatsEqualTheHostOnesInEveryFloatType) {
+  D9M_REQUIRE_GPU();
+  const std::int64_t n = 50000;
+  const std::vector<float> base = random_floats(n, 5);
+  for (DType dtype : {DType::f16, DType::bf16, DType::f64}) {
+    std::vector<unsigned char> a(n * dtype_size(dtype)), b;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (dtype == DType::f16) reinterpret_cast<Half*>(a.data())[i] = half_from_float(base[i]);
+      if (dtype == DType::bf16) reinterpret_cast<BFloat16*>(a.data())[i] = bfloat16_from_float(base[i]);
+      if (dtype == DType::f64) reinterpret_cast<double*>(a.data())[i] = base[i];
+    }
+    b = a;
+    for (std::int64_t i : {3, 777, 49999}) {  // one element up by a few units in the last place
+      if (dtype == DType::f64) reinterpret_cast<double*>(b.data())[i] *= -1.5;
+      else reinterpret_cast<std::uint16_t*>(b.data())[i] += static_cast<std::uint16_t>(i % 5 + 1);
+    }
+    DeviceCopy da(a.data(), a.size()), db(b.data(), b.size());
+    GpuDigester digester(nullptr);
+    const DiffStats g = digester.diff(dtype, da.p, db.p, n), h = diff_outputs(dtype, a.data(), b.data(), n);
+    EXPECT_EQ(g.count, 3) << dtype_name(dtype);
+    EXPECT_EQ(g.count, h.count) << dtype_name(dtype);
+    EXPECT_EQ(g.first_index, h.first_index) << dtype_name(dtype);
+    EXPECT_EQ(g.max_ulp, h.max_ulp) << dtype_name(dtype);
+    EXPECT_DOUBLE_EQ(g.max_abs, h.max_abs) << dtype_name(dtype);
+  }
+}
+
 // Runs a variant through its backend's executor: `trials` digests and the first output.
 CaseOutcome run_case(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& in, int trials) {
   auto ex = v.backend == Backend::cpu ? make_cpu_executor(2) : make_cuda_executor();
@@ -136,9 +165,9 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
   for (const auto& cc : cat.configs) {
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const auto ref = run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1);
-    const float* r = ref.first_output->as<float>();
+    const auto r = test::values(*ref.first_output);
     double max_ref = 0;
-    for (std::int64_t i = 0; i < cc.problem.output.numel(); ++i) max_ref = std::max(max_ref, std::fabs(static_cast<double>(r[i])));
+    for (double x : r) max_ref = std::max(max_ref, std::fabs(x));
     for (const auto* v : Registry::global().variants_of(cc.op->name)) {
       if (v->backend != Backend::cuda) continue;
       const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
@@ -152,11 +181,10 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
         continue;
       }
       // cuDNN's FFT and Winograd algorithms round differently from direct summation.
-      const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(cc.op->tolerance, 1e-5)) * (1 + max_ref);
-      const float* o = out.first_output->as<float>();
+      const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(tolerance_for(*cc.op, cc.problem.dtype), 1e-5)) * (1 + max_ref);
+      const auto o = test::values(*out.first_output);
       double worst = 0;
-      for (std::int64_t i = 0; i < cc.problem.output.numel(); ++i)
-        worst = std::max(worst, std::fabs(static_cast<double>(o[i]) - static_cast<double>(r[i])));
+      for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - r[i]));
       EXPECT_LE(worst, tol) << what;
       if (v->claim.determinism == Determinism::deterministic && v->name.rfind("cuda.", 0) == 0) {
         for (const auto& t : out.trials) EXPECT_EQ(t.digest, out.trials[0].digest) << what << " diverged";

@@ -20,6 +20,7 @@
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
+#include "scratch_dir.h"
 #include "source_dir.h"
 
 namespace d9m {
@@ -27,24 +28,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class IntegrityTest : public ::testing::Test {
+class IntegrityTest : public test::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("d9m_integrity_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  IntegrityTest() : ScratchDirTest("integrity") {}
 
-  static std::string contents(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
+  // A store's bytes replace the file whole: a -wal or -shm left beside it would be read with it.
   static void write(const std::string& p, const std::string& bytes) {
     for (const char* s : {"-wal", "-shm"}) fs::remove(p + s);
-    std::ofstream(p, std::ios::binary) << bytes;
+    ScratchDirTest::write(p, bytes);
   }
 
   // A run of `cases` cases of 3 trials each on stack `stack`: the first case has a differing
@@ -129,7 +120,6 @@ class IntegrityTest : public ::testing::Test {
   }
 
   std::string run_a_, run_b_;
-  fs::path dir_;
 };
 
 bool mentions(const std::vector<std::string>& problems, const std::string& what) {
@@ -215,10 +205,10 @@ TEST_F(IntegrityTest, AForgedRowInEveryTableIsCaught) {
           ", fingerprint_id, state, started_at, finished_at, host, gpu_uuids, d9m_version, d9m_commit, catalog_digest,"
           " trials_per_case, threads, arguments, chain_root, plan_digest, resumes, chain_version FROM runs WHERE id = " + a,
       "INSERT INTO cases SELECT " + forged_id + ", op, variant, backend, config, config_id, params, seed, input_digest, output_dtype,"
-          " output_shape FROM cases LIMIT 1",
+          " output_shape, dtype, math FROM cases LIMIT 1",
       // run B's first case row, given to run A as its next case (case ids are shared: use a new one)
       "INSERT INTO cases SELECT " + forged_id + ", op, 'cpu.forged', backend, config, config_id, params, seed, input_digest,"
-          " output_dtype, output_shape FROM cases LIMIT 1; INSERT INTO case_runs SELECT " + a + ", " + forged_id +
+          " output_dtype, output_shape, dtype, math FROM cases LIMIT 1; INSERT INTO case_runs SELECT " + a + ", " + forged_id +
           ", status, detail, claim_determinism, claim_source, claim_reason, claim_bit_equal_to, 0, 0, median_ns, min_ns,"
           " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role FROM case_runs WHERE run_id = " + b + " AND seq = 2",
       "INSERT INTO trials SELECT run_id, case_id, 3, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index,"

@@ -10,13 +10,14 @@
 #include "harness/core/catalog.h"
 #include "harness/core/digest.h"
 #include "harness/core/inputs.h"
+#include "kernels/common/half.h"
 #include "kernels/common/thread_pool.h"
 
 namespace d9m::test {
 
-inline CatalogConfig config(const std::string& op, const nlohmann::json& params) {
+inline CatalogConfig config(const std::string& op, const nlohmann::json& params, const std::string& dtype = "f32") {
   const nlohmann::json cat = {{"schema", "d9m.catalog/1"},
-                              {"configs", {{{"op", op}, {"name", "t"}, {"params", params}}}}};
+                              {"configs", {{{"op", op}, {"name", "t"}, {"params", params}, {"dtype", dtype}}}}};
   return parse_catalog(cat.dump(), "test", Registry::global()).configs.at(0);
 }
 
@@ -37,9 +38,19 @@ inline HostTensor run_variant(const std::string& op, const std::string& variant,
 
 inline std::string digest(const HostTensor& t) { return digest_v1(t.data(), t.desc().bytes()).hex(); }
 
-inline std::vector<float> values(const HostTensor& t) {
-  const float* p = t.as<float>();
-  return {p, p + t.desc().numel()};
+// The elements as doubles, whatever the float dtype (each converts exactly).
+inline std::vector<double> values(const HostTensor& t) {
+  std::vector<double> out(static_cast<std::size_t>(t.desc().numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    switch (t.desc().dtype) {
+      case DType::f32: out[i] = t.as<float>()[i]; break;
+      case DType::f64: out[i] = t.as<double>()[i]; break;
+      case DType::f16: out[i] = to_float(t.as<Half>()[i]); break;
+      case DType::bf16: out[i] = to_float(t.as<BFloat16>()[i]); break;
+      case DType::i32: out[i] = t.as<std::int32_t>()[i]; break;
+    }
+  }
+  return out;
 }
 
 // Inputs from explicit values (in argument order), for hand-computed examples.

@@ -32,19 +32,51 @@ TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheDefaultCatalogue
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const auto ref = test::values(run_variant(cc.op->name, "cpu.serial", cc.problem, inputs));
     double max_ref = 0;
-    for (float x : ref) {
+    for (double x : ref) {
       ASSERT_TRUE(std::isfinite(x)) << cc.op->name << "/" << cc.name;
       max_ref = std::max(max_ref, std::fabs(static_cast<double>(x)));
     }
-    const double tol = cc.op->tolerance * (1 + max_ref);
+    const double tol = tolerance_for(*cc.op, cc.problem.dtype) * (1 + max_ref);
     for (const auto* v : cpu_variants(cc.op->name)) {
       const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs));
       double worst = 0;
       for (std::size_t i = 0; i < ref.size(); ++i)
-        worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(ref[i])));
+        worst = std::max(worst, std::fabs(got[i] - ref[i]));
       EXPECT_LE(worst, tol) << cc.op->name << "/" << cc.name << "/" << v->name;
     }
   }
+}
+
+// The ops that run at every precision, on the default catalogue's configs at each: every variant
+// within the dtype's tolerance of the serial reference, the ordered ones with its bits on any
+// thread count.
+TEST(KernelAgreement, OpsAtEveryPrecisionMatchTheirReferenceAndOrderedKeepItsBits) {
+  const Catalog cat = default_catalog(Registry::global());
+  int checked = 0;
+  for (const auto& base : cat.configs) {
+    if (base.op->dtypes.size() < 2 || base.dtype != DType::f32) continue;
+    for (DType dtype : base.op->dtypes) {
+      const CatalogConfig cc = config(base.op->name, base.params_json, std::string(dtype_short_name(dtype)));
+      ASSERT_EQ(cc.problem.output.dtype, dtype);
+      const auto inputs = make_inputs(*cc.op, cc.problem, base.seed);
+      const HostTensor serial = run_variant(cc.op->name, "cpu.serial", cc.problem, inputs);
+      const auto ref = test::values(serial);
+      double max_ref = 0;
+      for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+      const double tol = tolerance_for(*cc.op, dtype) * (1 + max_ref);
+      const std::string what = cc.op->name + "/" + base.name + " in " + std::string(dtype_short_name(dtype));
+      for (const auto* v : cpu_variants(cc.op->name)) {
+        const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs, 3));
+        double worst = 0;
+        for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]));
+        EXPECT_LE(worst, tol) << what << "/" << v->name;
+      }
+      for (unsigned t : {1u, 4u})
+        EXPECT_EQ(digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, t)), digest(serial)) << what << " on " << t << " threads";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4 * 3);  // the scatter family's ops, at four dtypes each
 }
 
 TEST(KernelAgreement, CpuVariantsClaimingAnotherVariantsBitsHaveThem) {

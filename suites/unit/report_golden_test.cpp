@@ -22,9 +22,12 @@ namespace {
 namespace fs = std::filesystem;
 
 void put(Store& s, const std::string& run, const std::string& op, const std::string& variant, const std::string& claim,
-         Status status, const std::vector<std::string>& digests, const std::string& bit_equal_to = "", const std::string& detail = "") {
-  CaseRecord rec{"", op, variant, variant.rfind("cpu", 0) == 0 ? "cpu" : "cuda", "small", "0123456789abcdef",
-                 "{\"n\":2}", 7, "feedfacefeedfacefeedfacefeedface", "float32", "[2,3]"};
+         Status status, const std::vector<std::string>& digests, const std::string& bit_equal_to = "", const std::string& detail = "",
+         const std::string& dtype = "f32") {
+  const bool f32 = dtype == "f32";
+  CaseRecord rec{"", op, variant, variant.rfind("cpu", 0) == 0 ? "cpu" : "cuda", f32 ? "small" : "small_" + dtype,
+                 f32 ? "0123456789abcdef" : "fedcba9876543210", "{\"n\":2}", 7, "feedfacefeedfacefeedfacefeedface",
+                 f32 ? "float32" : "float16", "[2,3]", dtype};
   rec.id = Store::case_id(rec);
   std::vector<TrialRecord> ts;
   for (std::size_t t = 0; t < digests.size(); ++t)
@@ -54,6 +57,9 @@ std::string golden_store(const std::string& path) {
     put(s, run, "scatter_add", "cuda.ordered", "deterministic", k ? Status::deterministic : Status::skipped,
         k ? std::vector<std::string>{"dg", "dg", "dg"} : std::vector<std::string>{}, "cpu.serial", k ? "" : "no device");
     put(s, run, "scatter_add", "cudnn.algo1", "deterministic", Status::unsupported, {}, "", "cuDNN: not supported");
+    // The same op at another precision: rows of its own ("scatter_add f16"), with a solution of its own.
+    put(s, run, "scatter_add", "cpu.atomic", "nondeterministic", Status::nondeterministic, {"h1", "h2", "h1"}, "", "", "f16");
+    put(s, run, "scatter_add", "cpu.ordered", "deterministic", Status::deterministic, {"hs", "hs", "hs"}, "cpu.serial", "", "f16");
     put(s, run, "bias_add_grad", "cpu.blocked", "deterministic", Status::nondeterministic, k ? std::vector<std::string>{"x", "y", "x"} : std::vector<std::string>{"x", "x", "x"});
     // Not certified on S1 (ERROR only), evidence on S2.
     put(s, run, "bias_add_grad", "cpu.flaky", "deterministic", k ? Status::deterministic : Status::error,

@@ -1,0 +1,284 @@
+// The precision axis (DESIGN.md "Precision"): the 16-bit conversions and adds are IEEE's round to
+// nearest even, checked against independent references (GCC's _Float16 conversions, and an exact
+// nearest-value search for bfloat16); configs carry dtype and math into the problem, the config
+// id, the inputs and the store; bad ones are usage errors naming the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "harness/core/catalog.h"
+#include "harness/core/element_diff.h"
+#include "harness/core/error.h"
+#include "harness/core/inputs.h"
+#include "harness/core/npy.h"
+#include "harness/store/sqlite.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
+#include "kernels/common/counter_rng.h"
+#include "kernels/common/half.h"
+#include "scratch_dir.h"
+#include "suites/unit/kernel_harness.h"
+
+namespace d9m {
+namespace {
+
+float float_of(std::uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+std::uint16_t reference_half(float f) {
+  const _Float16 h = static_cast<_Float16>(f);  // libgcc's correctly rounded conversion
+  std::uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+float reference_half_to_float(std::uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
+
+// bfloat16 nearest to x (finite, in range), ties to the even significand, by search over the two
+// candidates around x in exact double arithmetic: independent of the bit trick under test.
+std::uint16_t reference_bfloat16(double x) {
+  float f = static_cast<float>(x);  // only used to find the neighbourhood
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  std::uint16_t best = 0;
+  double best_err = std::numeric_limits<double>::infinity();
+  for (int d = -2; d <= 2; ++d) {
+    const auto cand = static_cast<std::uint16_t>(static_cast<int>(u >> 16) + d);
+    const double v = static_cast<double>(float_of(static_cast<std::uint32_t>(cand) << 16));
+    if (std::isnan(v)) continue;
+    const double err = std::fabs(v - x);
+    if (err < best_err || (err == best_err && (cand & 1) == 0)) best = cand, best_err = err;
+  }
+  return best;
+}
+
+bool is_half_nan(std::uint16_t b) { return (b & 0x7c00) == 0x7c00 && (b & 0x3ff); }
+
+TEST(Precision, HalfFromFloatRoundsToNearestEvenLikeTheReference) {
+  // Every 251st bit pattern (17 million, all exponents), then every tie between two halves and
+  // its neighbours (the cases a wrong rounding rule gets wrong).
+  std::uint64_t checked = 0;
+  for (std::uint64_t u = 0; u <= 0xffffffffull; u += 251) {
+    const float f = float_of(static_cast<std::uint32_t>(u));
+    const std::uint16_t got = half_from_float(f).bits;
+    if (std::isnan(f)) {
+      ASSERT_EQ(got & 0x7fffu, 0x7e00u) << std::hex << u;
+      continue;
+    }
+    ASSERT_EQ(got, reference_half(f)) << std::hex << "float bits 0x" << u;
+    ++checked;
+  }
+  for (std::uint32_t h = 0; h < 0x7c00; ++h) {  // positive finite halves, and their negatives
+    for (std::uint32_t sign : {0u, 0x8000u}) {
+      const float lo = reference_half_to_float(static_cast<std::uint16_t>(h | sign));
+      const float hi = reference_half_to_float(static_cast<std::uint16_t>((h + 1) | sign));
+      const float mid = static_cast<float>((static_cast<double>(lo) + static_cast<double>(hi)) / 2);  // exact in float
+      for (float f : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 2 * mid)}) {
+        ASSERT_EQ(half_from_float(f).bits, reference_half(f)) << "near the tie above half 0x" << std::hex << (h | sign);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 17000000u);
+}
+
+TEST(Precision, HalfToFloatIsExactAndRoundTrips) {
+  for (std::uint32_t b = 0; b <= 0xffff; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    const float f = to_float(Half{h});
+    if (is_half_nan(h)) {
+      EXPECT_TRUE(std::isnan(f));
+      continue;
+    }
+    ASSERT_EQ(std::memcmp(&f, &(const float&)reference_half_to_float(h), 4), 0) << std::hex << b;
+    ASSERT_EQ(half_from_float(f).bits, h) << std::hex << b;
+  }
+}
+
+TEST(Precision, BFloat16FromFloatRoundsToNearestEven) {
+  for (std::uint64_t u = 0; u <= 0xffffffffull; u += 4093) {
+    const float f = float_of(static_cast<std::uint32_t>(u));
+    const std::uint16_t got = bfloat16_from_float(f).bits;
+    if (std::isnan(f)) {
+      ASSERT_EQ(got & 0x7fffu, 0x7fc0u);
+      continue;
+    }
+    if ((u & 0x7fffffffu) >= 0x7f7f8000u) {  // from the tie above the largest finite bfloat16 (0x7f7f): infinity
+      ASSERT_EQ(got & 0x7fffu, 0x7f80u) << std::hex << u;
+      continue;
+    }
+    ASSERT_EQ(got, reference_bfloat16(f)) << std::hex << "float bits 0x" << u;
+  }
+  // Ties: halfway between consecutive bfloat16 values goes to the even one.
+  EXPECT_EQ(bfloat16_from_float(float_of(0x3f808000u)).bits, 0x3f80u);  // 1 + 2^-8: between 0x3f80 and 0x3f81
+  EXPECT_EQ(bfloat16_from_float(float_of(0x3f818000u)).bits, 0x3f82u);  // between 0x3f81 and 0x3f82
+  EXPECT_EQ(bfloat16_from_float(float_of(0x7f7fffffu)).bits, 0x7f80u);  // FLT_MAX rounds to infinity
+  EXPECT_EQ(bfloat16_from_float(float_of(0x00018000u)).bits, 0x0002u);  // a subnormal tie, to even
+}
+
+TEST(Precision, SixteenBitAddsRoundOnceLikeAnExactSumRounded) {
+  // add(a, b) must be the exact sum rounded once: the exact sum of two halves (or bfloat16s) is a
+  // double, and the reference rounds that double directly.
+  const CounterRng rng(3, 0);
+  for (std::uint64_t i = 0; i < 2000000; ++i) {
+    const auto a = static_cast<std::uint16_t>(rng.bits(i)), b = static_cast<std::uint16_t>(rng.bits(i) >> 16);
+    if (is_half_nan(a) || is_half_nan(b)) continue;
+    const double exact = static_cast<double>(to_float(Half{a})) + static_cast<double>(to_float(Half{b}));
+    if (std::isnan(exact)) continue;  // inf - inf
+    const _Float16 r = static_cast<_Float16>(exact);
+    std::uint16_t want;
+    std::memcpy(&want, &r, 2);
+    if (exact == 0) want &= 0x7fff, want |= static_cast<std::uint16_t>(add(Half{a}, Half{b}).bits & 0x8000);  // the sign of a zero sum is IEEE's, not double's
+    ASSERT_EQ(add(Half{a}, Half{b}).bits, want) << std::hex << a << " + " << b;
+
+    const BFloat16 x{a}, y{b};
+    const double bexact = static_cast<double>(to_float(x)) + static_cast<double>(to_float(y));
+    if (std::isnan(bexact) || std::isinf(bexact) || std::fabs(bexact) > 3.38e38 || bexact == 0) continue;
+    ASSERT_EQ(add(x, y).bits, reference_bfloat16(bexact)) << std::hex << a << " + " << b;
+  }
+}
+
+TEST(Precision, ElementDiffsMeasureUlpsInTheElementsType) {
+  const Half h1 = half_from_float(1.0f), h2{static_cast<std::uint16_t>(h1.bits + 3)};
+  ElementDiff e;
+  ASSERT_TRUE(diff_element(DType::f16, &h1, &h2, 0, e));
+  EXPECT_EQ(e.ulp, 3u);
+  EXPECT_DOUBLE_EQ(e.abs_diff, 3 * 0x1p-10);
+  const Half pz{0x0000}, nz{0x8000};
+  ASSERT_TRUE(diff_element(DType::f16, &pz, &nz, 0, e));  // bits differ, values do not
+  EXPECT_EQ(e.ulp, 0u);
+  const double d1 = -1e300, d2 = 1e300;
+  ASSERT_TRUE(diff_element(DType::f64, &d1, &d2, 0, e));
+  EXPECT_GT(e.ulp, std::uint64_t{1} << 62);  // across zero: no overflow
+  const BFloat16 b1{0x3f80}, b2{0x3f80};
+  EXPECT_FALSE(diff_element(DType::bf16, &b1, &b2, 0, e));
+}
+
+class PrecisionConfigTest : public test::ScratchDirTest {
+ protected:
+  PrecisionConfigTest() : ScratchDirTest("precision") {}
+
+  static std::string usage_error(const std::string& config_fields) {
+    const std::string text = R"({"schema": "d9m.catalog/1", "configs": [{"op": "scatter_add", "name": "c",
+        "params": {"rows": 8, "depth": 2, "updates": 16})" + config_fields + "}]}";
+    try {
+      parse_catalog(text, "cat.json", Registry::global());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.category(), ErrorCategory::usage);
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted " << config_fields;
+    return "";
+  }
+};
+
+TEST_F(PrecisionConfigTest, ConfigsNameTheirDtypeAndMathAndBadOnesAreUsageErrors) {
+  const CatalogConfig f32 = test::config("scatter_add", {{"rows", 8}, {"depth", 2}, {"updates", 16}});
+  const CatalogConfig f16 = test::config("scatter_add", {{"rows", 8}, {"depth", 2}, {"updates", 16}}, "f16");
+  EXPECT_EQ(f32.problem.dtype, DType::f32);
+  EXPECT_EQ(f16.problem.dtype, DType::f16);
+  EXPECT_EQ(f16.problem.output.dtype, DType::f16);
+  EXPECT_EQ(f16.problem.inputs[0].dtype, DType::f16);
+  EXPECT_EQ(f16.problem.inputs[1].dtype, DType::i32);  // indices stay int32
+  EXPECT_EQ(f16.problem.output.bytes(), 8u * 2 * 2);
+  EXPECT_NE(f16.config_id, f32.config_id);
+  // A config at the default precision keeps the id it had before the precision axis (the one in
+  // reports/h100-2026-11-23), so earlier stores and baselines still name the same configs.
+  EXPECT_EQ(test::config("scatter_add", {{"rows", 4096}, {"depth", 8}, {"updates", 4096}}).config_id, "c8331363afae7d5c");
+
+  EXPECT_NE(usage_error(R"(, "dtype": "f8")").find("configs[0].dtype: scatter_add runs in \"f32\", \"f16\", \"bf16\", \"f64\", got \"f8\""),
+            std::string::npos);
+  EXPECT_NE(usage_error(R"(, "dtype": 16)").find("configs[0].dtype"), std::string::npos);
+  EXPECT_NE(usage_error(R"(, "math": "tf32")").find("configs[0].math: scatter_add offers the math modes \"default\", got \"tf32\""),
+            std::string::npos);
+  const std::string bias = R"({"schema": "d9m.catalog/1", "configs": [{"op": "bias_add_grad", "name": "c",
+        "params": {"n": 1, "h": 2, "w": 2, "c": 3}, "dtype": "f16"}]})";
+  try {
+    parse_catalog(bias, "cat.json", Registry::global());
+    ADD_FAILURE() << "bias_add_grad has no f16 variants yet";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bias_add_grad runs in \"f32\", got \"f16\""), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(PrecisionConfigTest, InputsAtAPrecisionAreTheF32InputsRounded) {
+  const nlohmann::json params = {{"rows", 64}, {"depth", 4}, {"updates", 512}, {"index_range", 8}};
+  const CatalogConfig f32 = test::config("scatter_add", params);
+  const auto base = make_inputs(*f32.op, f32.problem, 9);
+  for (const char* name : {"f16", "bf16", "f64"}) {
+    const CatalogConfig cc = test::config("scatter_add", params, name);
+    const auto in = make_inputs(*cc.op, cc.problem, 9);
+    ASSERT_EQ(in.size(), base.size());
+    EXPECT_EQ(in[1].desc().dtype, DType::i32);
+    EXPECT_EQ(std::memcmp(in[1].data(), base[1].data(), base[1].desc().bytes()), 0) << "indices are not rounded";
+    for (std::size_t i = 0; i < static_cast<std::size_t>(base[2].desc().numel()); ++i) {
+      const float x = base[2].as<float>()[i];
+      switch (cc.problem.dtype) {
+        case DType::f16: ASSERT_EQ(in[2].as<Half>()[i].bits, half_from_float(x).bits); break;
+        case DType::bf16: ASSERT_EQ(in[2].as<BFloat16>()[i].bits, bfloat16_from_float(x).bits); break;
+        default: ASSERT_EQ(in[2].as<double>()[i], static_cast<double>(x)); break;
+      }
+    }
+    EXPECT_NE(input_digest(in), input_digest(base)) << name;
+  }
+}
+
+TEST_F(PrecisionConfigTest, NpyFilesNameTheDtype) {
+  for (auto [dtype, descr] : {std::pair{DType::f16, "<f2"}, {DType::bf16, "<u2"}, {DType::f64, "<f8"}, {DType::f32, "<f4"}}) {
+    const TensorDesc d{"x", dtype, {3}};
+    std::vector<unsigned char> bytes(d.bytes(), 0x11);
+    write_npy(path("x.npy"), d, bytes.data());
+    const std::string file = contents(path("x.npy"));
+    EXPECT_NE(file.find(std::string("'descr': '") + descr + "'"), std::string::npos) << file;
+    EXPECT_EQ(file.size() % 64, d.bytes() % 64);  // the header is padded to 64 bytes, then the data
+  }
+}
+
+// The store keeps a case's precision, its id covers it, and an edited dtype is caught.
+TEST_F(PrecisionConfigTest, TheStoreKeepsThePrecisionUnderTheCaseId) {
+  const std::string p = path("s.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    RunInfo info{random_run_id(), utc_now(), "h", "[]", "[]", "cat", 2, 1, "plan"};
+    const std::string run = s.begin_run(fingerprint_from_json({{"k", 1}}), info);
+    CaseRecord rec{"", "scatter_add", "cpu.serial", "cpu", "c", "cid", "{}", 1, "in", "float16", "[1]", "f16", "default"};
+    rec.id = Store::case_id(rec);
+    CaseRecord f32 = rec;
+    f32.dtype = "f32", f32.output_dtype = "float16";
+    EXPECT_NE(Store::case_id(f32), rec.id);
+    const CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", 2, 1, 5, 5, "reference"};
+    s.put_case(run, rec, cr, {{0, "d", 5, std::nullopt}, {1, "d", 5, std::nullopt}});
+    s.finish_run(run, "complete");
+  }
+  {
+    Store s = Store::open(p, Store::Mode::read_only);
+    EXPECT_TRUE(verify_store(s).problems.empty());
+    sql::Statement q(s.db(), "SELECT dtype, math FROM cases");
+    ASSERT_TRUE(q.step());
+    EXPECT_EQ(q.text(0), "f16");
+    EXPECT_EQ(q.text(1), "default");
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "UPDATE cases SET dtype = 'bf16'", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  Store s = Store::open(p, Store::Mode::read_only);
+  const auto problems = verify_store(s).problems;
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().find("id does not match its content"), std::string::npos) << problems.front();
+}
+
+}  // namespace
+}  // namespace d9m
