@@ -27,16 +27,21 @@ export D9M_SOURCE_DIR=$PWD
 # A bundle made by ci/gpu-bundle.sh carries the shared libraries the GPU machine lacks.
 [[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# cuDNN may live outside the loader's path (e.g. inside a Python environment's nvidia wheels).
-# (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
-if ! ldconfig -p 2> /dev/null | grep -c 'libcudnn.so.9' > /dev/null; then
-  cudnn=$(find /opt /usr /root /home -name 'libcudnn.so.9' 2> /dev/null | head -n 1)
-  [[ -n $cudnn ]] || cudnn=$(find / -xdev -name 'libcudnn.so.9' -not -path '/proc/*' 2> /dev/null | head -n 1)
-  if [[ -n $cudnn ]]; then
-    export LD_LIBRARY_PATH=$(dirname "$cudnn")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    say "cuDNN: $cudnn"
+# cuDNN and cuBLAS may live outside the loader's path (e.g. inside a Python environment's nvidia
+# wheels). (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
+find_library_dir() {
+  local name=$1 found
+  ldconfig -p 2> /dev/null | grep -c "$name" > /dev/null && return 0
+  found=$(find /opt /usr /root /home -name "$name" 2> /dev/null | head -n 1)
+  [[ -n $found ]] || found=$(find / -xdev -name "$name" -not -path '/proc/*' 2> /dev/null | head -n 1)
+  if [[ -n $found ]]; then
+    export LD_LIBRARY_PATH=$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    say "$name: $found"
   fi
-fi
+}
+find_library_dir libcudnn.so.9
+find_library_dir libcublas.so.13
+find_library_dir libcublasLt.so.13
 
 if [[ ! -x $build/harness/d9m ]]; then
   say "building d9m with CUDA into $build"

@@ -68,8 +68,10 @@ Registry& Registry::global() {
   std::abort();
 }
 
-double tolerance_for(const OpDef& op, DType dtype) {
-  // Scaled by the unit roundoff: f32 2^-24, f16 2^-11, bf16 2^-8, f64 2^-53.
+double tolerance_for(const OpDef& op, DType dtype, const std::string& math) {
+  // Scaled by the unit roundoff: f32 2^-24, f16 2^-11, bf16 2^-8, f64 2^-53. TF32 keeps f16's
+  // 10 explicit significand bits in its products.
+  if (math == "tf32" && dtype == DType::f32) return op.tolerance * 0x1p13;
   switch (dtype) {
     case DType::f16: return op.tolerance * 0x1p13;
     case DType::bf16: return op.tolerance * 0x1p16;

@@ -109,9 +109,10 @@ struct OpDef {
   std::function<void(const Problem&, FillMode, std::vector<FillTarget>&)> fill;
 };
 
-// The op's tolerance in `dtype`: OpDef::tolerance is stated for f32 and scales with the unit
-// roundoff of the dtype (x 2^13 for f16, x 2^16 for bf16, x 2^-29 for f64).
-double tolerance_for(const OpDef& op, DType dtype);
+// The op's tolerance in `dtype` and math mode: OpDef::tolerance is stated for f32 and scales with
+// the unit roundoff of the dtype (x 2^13 for f16 and for f32 in math mode tf32, x 2^16 for bf16,
+// x 2^-29 for f64).
+double tolerance_for(const OpDef& op, DType dtype, const std::string& math = "default");
 
 // ---- variants -----------------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ std::string cudnn_version_string(std::size_t v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-// cuBLAS is not linked (d9m does not use it); its version is read from the library the loader
-// would pick, which is what a framework on this machine would run.
+// cuBLAS's loaded version, read from the library the loader picks (the one the matmul family's
+// cuBLAS variants run, and a framework on this machine would run). The harness library asks by
+// name so that it needs no link to cuBLAS of its own.
 nlohmann::json loaded_cublas() {
   for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
     void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);

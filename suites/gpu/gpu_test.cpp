@@ -181,7 +181,7 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
         continue;
       }
       // cuDNN's FFT and Winograd algorithms round differently from direct summation.
-      const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(tolerance_for(*cc.op, cc.problem.dtype), 1e-5)) * (1 + max_ref);
+      const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(tolerance_for(*cc.op, cc.problem.dtype, cc.problem.math), 1e-5)) * (1 + max_ref);
       const auto o = test::values(*out.first_output);
       double worst = 0;
       for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - r[i]));

@@ -16,7 +16,9 @@ const std::set<std::string> kDesignOps = {
     "bias_add",        "bias_add_grad",       "conv2d_bwd_data",      "conv2d_bwd_filter",
     "maxpool2d_bwd",   "resize_bilinear",     "resize_bilinear_grad", "resize_nearest",
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
-    "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes"};
+    "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
+    // Phase 2 (issue 12): the libraries real workloads call.
+    "matmul", "matmul_batched"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -46,6 +48,11 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
   EXPECT_NE(Registry::global().find_variant("conv2d_bwd_filter", "cudnn.algo6"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  for (const char* op : {"matmul", "matmul_batched"}) {
+    for (const char* v : {"cublas.default", "cublas.multistream", "cublas.multistream_ws", "cublaslt.algo0", "cublaslt.algo7"})
+      EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
+    EXPECT_EQ(Registry::global().find_variant(op, "cublas.multistream")->claim.determinism, Determinism::nondeterministic);
+  }
   // The ops the GPU issue requires to claim cross-implementation equality.
   for (const char* op : {"bias_add_grad", "scatter_add", "unsorted_segment_sum", "resize_bilinear_grad", "maxpool2d_bwd"})
     EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.ordered") << op;

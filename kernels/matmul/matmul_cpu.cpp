@@ -1,0 +1,98 @@
+// CPU variants of the matmul family: the serial reference, and split-K with the chunk sums added
+// by atomics (in the scheduler's order) or in chunk order.
+#include <atomic>
+#include <vector>
+
+#include "kernels/common/float_dispatch.h"
+#include "kernels/common/op_helpers.h"
+#include "kernels/common/thread_pool.h"
+#include "kernels/matmul/matmul.h"
+
+namespace d9m::matmul {
+namespace {
+
+// Rows of the output per task: tasks are (row block, chunk) pairs, so many chunks of one output
+// are in flight at once on different threads.
+constexpr std::int64_t kRowsPerTask = 4;
+
+template <class T>
+void serial(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const T* y = a.in<T>(1);
+  T* out = a.out<T>();
+  for (std::int64_t o = 0; o < g.outputs(); ++o) {
+    std::int64_t e, i, j;
+    output_coords(g, o, e, i, j);
+    out[o] = narrow<T>(partial(g, x, y, e, i, j, 0, g.k));
+  }
+}
+
+// Calls fn(e, i, chunk) for every row of every batch element and every chunk, (row block, chunk)
+// pairs as the pool's tasks.
+template <class F>
+void for_rows_and_chunks(ThreadPool& pool, const Geometry& g, F&& fn) {
+  const std::int64_t blocks = (g.batch * g.m + kRowsPerTask - 1) / kRowsPerTask;
+  pool.parallel_for(static_cast<std::size_t>(blocks * g.chunks()), [&](std::size_t task) {
+    const std::int64_t block = static_cast<std::int64_t>(task) / g.chunks(), c = static_cast<std::int64_t>(task) % g.chunks();
+    for (std::int64_t r = block * kRowsPerTask; r < std::min(g.batch * g.m, (block + 1) * kRowsPerTask); ++r) fn(r / g.m, r % g.m, c);
+  });
+}
+
+template <class T>
+void split_k(const KernelArgs& a, bool ordered) {
+  using A = Acc<T>;
+  const auto& g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const T* y = a.in<T>(1);
+  T* out = a.out<T>();
+  const std::int64_t chunks = g.chunks();
+  auto chunk_sum = [&](std::int64_t e, std::int64_t i, std::int64_t j, std::int64_t c) {
+    return partial(g, x, y, e, i, j, c * kSplitK, std::min(g.k, (c + 1) * kSplitK));
+  };
+  if (!ordered) {
+    std::vector<A> acc(static_cast<std::size_t>(g.outputs()), A(0));
+    for_rows_and_chunks(*a.exec.pool, g, [&](std::int64_t e, std::int64_t i, std::int64_t c) {
+      for (std::int64_t j = 0; j < g.n; ++j)
+        std::atomic_ref<A>(acc[static_cast<std::size_t>((e * g.m + i) * g.n + j)]).fetch_add(chunk_sum(e, i, j, c), std::memory_order_relaxed);
+    });
+    for (std::int64_t o = 0; o < g.outputs(); ++o) out[o] = narrow<T>(acc[static_cast<std::size_t>(o)]);
+    return;
+  }
+  // Chunk sums in a buffer indexed by (output, chunk), then each output adds them in chunk order.
+  std::vector<A> sums(static_cast<std::size_t>(g.outputs() * chunks));
+  for_rows_and_chunks(*a.exec.pool, g, [&](std::int64_t e, std::int64_t i, std::int64_t c) {
+    for (std::int64_t j = 0; j < g.n; ++j) sums[static_cast<std::size_t>(((e * g.m + i) * g.n + j) * chunks + c)] = chunk_sum(e, i, j, c);
+  });
+  for (std::int64_t o = 0; o < g.outputs(); ++o) {
+    A total = 0;
+    for (std::int64_t c = 0; c < chunks; ++c) total = total + sums[static_cast<std::size_t>(o * chunks + c)];
+    out[o] = narrow<T>(total);
+  }
+}
+
+template <class F>
+std::function<void(const KernelArgs&)> typed(F f) {
+  return [f](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { f(a, tag); }); };
+}
+
+std::vector<VariantDef> variants(const std::string& op) {
+  return {{.op = op, .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+           .claim = op::deterministic("one thread adds the K products of each output in ascending k"),
+           .run = typed([](const KernelArgs& a, auto tag) { serial<decltype(tag)>(a); })},
+          {.op = op, .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
+           .claim = op::nondeterministic("split-K: chunk sums of 256 k added with atomic adds from worker threads in scheduler order"),
+           .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+           .run = typed([](const KernelArgs& a, auto tag) { split_k<decltype(tag)>(a, false); })},
+          {.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+           .claim = op::deterministic("split-K: chunk sums of 256 k kept apart, then added in chunk order"),
+           .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+           .run = typed([](const KernelArgs& a, auto tag) { split_k<decltype(tag)>(a, true); })}};
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANTS(variants("matmul"));
+D9M_REGISTER_VARIANTS(variants("matmul_batched"));
+
+}  // namespace d9m::matmul
