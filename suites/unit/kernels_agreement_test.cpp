@@ -142,6 +142,7 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // Products of integers in [-4, 4] summed over K = 2000: at most 32000, exact in f32.
     {"matmul", {{"m", 9}, {"n", 7}, {"k", 2000}, {"layout", "TN"}}},
     {"matmul_batched", {{"batch", 3}, {"m", 5}, {"n", 6}, {"k", 1000}, {"layout", "NT"}}},
+    {"symv", {{"n", 300}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
