@@ -24,6 +24,7 @@ d9m_install_deps() {
 
 # Configures and builds into $1 with the given extra CMake arguments. CUDA is built when nvcc
 # is found (D9M_CUDA=AUTO), for the architectures in D9M_CUDA_ARCHITECTURES (default sm_90).
+# D9M_BUILD_TARGETS (space-separated) builds only those targets.
 d9m_build() {
   local dir=$1
   shift
@@ -34,5 +35,7 @@ d9m_build() {
   [[ -x /usr/local/cuda/bin/nvcc && -z ${CUDACXX:-} ]] && export CUDACXX=/usr/local/cuda/bin/nvcc
   cmake -S . -B "$dir" -G Ninja -DD9M_CUDA="${D9M_CUDA:-AUTO}" \
     -DCMAKE_CUDA_ARCHITECTURES="${D9M_CUDA_ARCHITECTURES:-90}" "${launcher[@]}" "$@"
-  cmake --build "$dir" -j "$(nproc)"
+  local targets=()
+  for t in ${D9M_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$dir" -j "$(nproc)" "${targets[@]}"
 }
