@@ -93,6 +93,11 @@ std::vector<Cost> costs_of(const ReportData& data) {
 std::vector<Solution> solutions_of(const ReportData& data, const std::vector<Cost>& costs) {
   std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
   for (const auto& c : costs) ++votes[{c.source, c.backend}][c.solution];
+  // The claim reason of each (source, variant), the last result's, read in one pass: a row label
+  // is built per result, not per result and solution.
+  std::map<std::pair<std::string, std::string>, std::string> reasons;
+  if (!votes.empty())
+    for (const auto& r : data.results) reasons[{r.source(), r.variant}] = r.claim_reason;
   std::vector<Solution> out;
   for (const auto& [key, vs] : votes) {
     const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
@@ -106,8 +111,7 @@ std::vector<Solution> solutions_of(const ReportData& data, const std::vector<Cos
         s.ratios.push_back(c.ratio);
         s.against = c.against;
       }
-    for (const auto& r : data.results)
-      if (r.source() == s.source && r.variant == s.variant) s.reason = r.claim_reason;
+    if (auto it = reasons.find({s.source, s.variant}); it != reasons.end()) s.reason = it->second;
     out.push_back(std::move(s));
   }
   return out;

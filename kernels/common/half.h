@@ -103,14 +103,9 @@ template <> D9M_HD inline double from_float<double>(float f) { return f; }
 template <> D9M_HD inline Half from_float<Half>(float f) { return half_from_float(f); }
 template <> D9M_HD inline BFloat16 from_float<BFloat16>(float f) { return bfloat16_from_float(f); }
 
-D9M_HD inline float to_float(float f) { return f; }
-
 D9M_HD inline float add(float a, float b) { return a + b; }
 D9M_HD inline double add(double a, double b) { return a + b; }
 D9M_HD inline Half add(Half a, Half b) { return half_from_float(to_float(a) + to_float(b)); }
 D9M_HD inline BFloat16 add(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) + to_float(b)); }
-
-D9M_HD inline bool same_bits(Half a, Half b) { return a.bits == b.bits; }
-D9M_HD inline bool same_bits(BFloat16 a, BFloat16 b) { return a.bits == b.bits; }
 
 }  // namespace d9m

@@ -5,18 +5,13 @@
 #include <memory>
 #include <string>
 
+#include "kernels/common/cublas_util.cuh"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/elementwise_cuda.cuh"
 #include "kernels/symv/symv.h"
 
 namespace d9m::symv {
 namespace {
-
-void check(cublasStatus_t s, const char* call) {
-  if (s == CUBLAS_STATUS_SUCCESS) return;
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED) throw Unsupported(std::string("cuBLAS: ") + call + ": " + cublasGetStatusString(s));
-  throw std::runtime_error(std::string(call) + " failed: " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")");
-}
 
 struct State {
   cublasHandle_t handle = nullptr;
@@ -28,9 +23,9 @@ struct State {
 Prepared prepare(const Problem& p, const ExecContext& exec, bool atomics) {
   if (p.geom<Geometry>().n > INT_MAX) throw Unsupported("cuBLAS takes int sizes");
   auto st = std::make_shared<State>();
-  check(cublasCreate(&st->handle), "cublasCreate");
-  check(cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)), "cublasSetStream");
-  check(cublasSetAtomicsMode(st->handle, atomics ? CUBLAS_ATOMICS_ALLOWED : CUBLAS_ATOMICS_NOT_ALLOWED), "cublasSetAtomicsMode");
+  D9M_CUBLAS_CHECK(cublasCreate(&st->handle));
+  D9M_CUBLAS_CHECK(cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)));
+  D9M_CUBLAS_CHECK(cublasSetAtomicsMode(st->handle, atomics ? CUBLAS_ATOMICS_ALLOWED : CUBLAS_ATOMICS_NOT_ALLOWED));
   return {st, std::nullopt};
 }
 
@@ -40,12 +35,12 @@ void run(const KernelArgs& a) {
   const int n = static_cast<int>(a.problem.geom<Geometry>().n);
   if (a.problem.dtype == DType::f64) {
     const double one = 1, zero = 0;
-    check(cublasDsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<double>(0), n, a.in<double>(1), 1, &zero, a.out<double>(), 1),
-          "cublasDsymv");
+    D9M_CUBLAS_CHECK(cublasDsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<double>(0), n, a.in<double>(1), 1, &zero,
+                                 a.out<double>(), 1));
   } else {
     const float one = 1, zero = 0;
-    check(cublasSsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<float>(0), n, a.in<float>(1), 1, &zero, a.out<float>(), 1),
-          "cublasSsymv");
+    D9M_CUBLAS_CHECK(cublasSsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<float>(0), n, a.in<float>(1), 1, &zero,
+                                 a.out<float>(), 1));
   }
 }
 
