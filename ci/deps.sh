@@ -22,6 +22,37 @@ d9m_install_deps() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 }
 
+# Header-only NVIDIA libraries newer than the toolkit's, from pinned PyPI wheels: CCCL 3.3 (CUB's
+# determinism levels; the CUDA 13.0 toolkit ships CCCL 3.0) and the C++ cuDNN frontend (graph
+# API: SDPA, engines and their numerical notes). Only their headers are used. They are unpacked
+# once into D9M_WHEEL_DIR (default ~/.cache/d9m/wheels) and passed to CMake by d9m_build.
+D9M_WHEELS=(nvidia-cuda-cccl==13.3.3.4.1 nvidia-cudnn-frontend==1.32.0)
+D9M_WHEEL_DIR=${D9M_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/d9m/wheels}
+
+d9m_fetch_wheels() {
+  local spec dir tmp
+  for spec in "${D9M_WHEELS[@]}"; do
+    dir=$D9M_WHEEL_DIR/${spec/==/-}
+    [[ -f $dir/.complete ]] && continue
+    echo "d9m: fetching $spec" >&2
+    tmp=$(mktemp -d) || return 1
+    # The frontend's wheel also carries Python bindings, so its file names a CPython version
+    # and platform; the headers are the same in each, so ask for one explicitly.
+    if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$tmp" "$spec" >&2; then
+      echo "d9m: could not download $spec from PyPI (pip download failed)" >&2
+      rm -rf "$tmp"
+      return 1
+    fi
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial" &&
+      python3 -m zipfile -e "$tmp"/*.whl "$dir.partial" && touch "$dir.partial/.complete" &&
+      rm -rf "$dir" && mv "$dir.partial" "$dir" || { rm -rf "$tmp"; return 1; }
+    rm -rf "$tmp"
+  done
+  export D9M_CCCL_INCLUDE=$D9M_WHEEL_DIR/nvidia-cuda-cccl-13.3.3.4.1/nvidia/cu13/include/cccl
+  export D9M_CUDNN_FRONTEND_INCLUDE=$D9M_WHEEL_DIR/nvidia-cudnn-frontend-1.32.0/include
+}
+
 # Configures and builds into $1 with the given extra CMake arguments. CUDA is built when nvcc
 # is found (D9M_CUDA=AUTO), for the architectures in D9M_CUDA_ARCHITECTURES (default sm_90).
 # D9M_BUILD_TARGETS (space-separated) builds only those targets.
@@ -33,8 +64,13 @@ d9m_build() {
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
   [[ -x /usr/local/cuda/bin/nvcc && -z ${CUDACXX:-} ]] && export CUDACXX=/usr/local/cuda/bin/nvcc
+  local wheels=()
+  if [[ ${D9M_CUDA:-AUTO} != OFF ]] && command -v "${CUDACXX:-nvcc}" > /dev/null; then
+    d9m_fetch_wheels || return 1
+    wheels=(-DD9M_CCCL_INCLUDE="$D9M_CCCL_INCLUDE" -DD9M_CUDNN_FRONTEND_INCLUDE="$D9M_CUDNN_FRONTEND_INCLUDE")
+  fi
   cmake -S . -B "$dir" -G Ninja -DD9M_CUDA="${D9M_CUDA:-AUTO}" \
-    -DCMAKE_CUDA_ARCHITECTURES="${D9M_CUDA_ARCHITECTURES:-90}" "${launcher[@]}" "$@"
+    -DCMAKE_CUDA_ARCHITECTURES="${D9M_CUDA_ARCHITECTURES:-90}" "${launcher[@]}" "${wheels[@]}" "$@"
   local targets=()
   for t in ${D9M_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
   cmake --build "$dir" -j "$(nproc)" "${targets[@]}"

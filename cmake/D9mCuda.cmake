@@ -29,6 +29,31 @@ if(D9M_HAVE_CUDA)
   set(D9M_CUDA_FP_FLAGS --fmad=false)
   target_compile_options(d9m_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CUDA>:${D9M_CUDA_FP_FLAGS} --extended-lambda -Xcompiler=-ffp-contract=off>)
+  # Header-only libraries newer than the toolkit's (ci/deps.sh fetches them from pinned wheels).
+  # Each is used by few translation units, which add the folder themselves, ahead of the
+  # toolkit's own CCCL: see d9m_use_newer_cccl / d9m_use_cudnn_frontend.
+  set(D9M_CCCL_INCLUDE "" CACHE PATH "CCCL >= 3.1 headers (nvidia-cuda-cccl wheel: nvidia/cu13/include/cccl)")
+  set(D9M_CUDNN_FRONTEND_INCLUDE "" CACHE PATH "cuDNN frontend headers (nvidia-cudnn-frontend wheel: include)")
+  if(NOT EXISTS "${D9M_CCCL_INCLUDE}/cuda/__execution/determinism.h")
+    message(FATAL_ERROR "D9M_CCCL_INCLUDE='${D9M_CCCL_INCLUDE}' has no cuda/__execution/determinism.h: "
+      "CUB's determinism levels need CCCL >= 3.1. Build with ci/deps.sh's d9m_build, which fetches the "
+      "pinned nvidia-cuda-cccl wheel, or configure with D9M_CUDA=OFF")
+  endif()
+  if(NOT EXISTS "${D9M_CUDNN_FRONTEND_INCLUDE}/cudnn_frontend.h")
+    message(FATAL_ERROR "D9M_CUDNN_FRONTEND_INCLUDE='${D9M_CUDNN_FRONTEND_INCLUDE}' has no cudnn_frontend.h: "
+      "build with ci/deps.sh's d9m_build, which fetches the pinned nvidia-cudnn-frontend wheel, "
+      "or configure with D9M_CUDA=OFF")
+  endif()
   string(JOIN " " D9M_FP_FLAGS_STRING ${D9M_FP_FLAGS} ${D9M_CUDA_FP_FLAGS})
 endif()
 message(STATUS "d9m: CUDA variants ${D9M_HAVE_CUDA} (D9M_CUDA=${D9M_CUDA}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+
+# Puts the newer CCCL ahead of the toolkit's for the given sources only: one translation unit
+# sees one CCCL, and CUB's per-architecture namespaces keep the two from meeting at link time.
+function(d9m_use_newer_cccl)
+  set_property(SOURCE ${ARGN} APPEND PROPERTY INCLUDE_DIRECTORIES "${D9M_CCCL_INCLUDE}")
+endfunction()
+# The cuDNN frontend is header-only and slow to compile (about 55 s a file): keep its users few.
+function(d9m_use_cudnn_frontend)
+  set_property(SOURCE ${ARGN} APPEND PROPERTY INCLUDE_DIRECTORIES "${D9M_CUDNN_FRONTEND_INCLUDE}")
+endfunction()

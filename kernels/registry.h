@@ -155,6 +155,13 @@ struct KernelArgs {
   void* output;
   const ExecContext& exec;
   void* state = nullptr;            // what the variant's prepare() made, if it has one
+  // Where an autotuning variant names what it chose in this trial (say "algo1"), so the store
+  // keeps it beside the trial's digest and the report shows how often the choice changed.
+  std::string* choice = nullptr;
+
+  void chose(std::string what) const {
+    if (choice) *choice = std::move(what);
+  }
 
   template <class T> const T* in(std::size_t i) const { return static_cast<const T*>(inputs[i]); }
   template <class T> T* out() const { return static_cast<T*>(output); }
