@@ -68,6 +68,21 @@ Registry& Registry::global() {
   std::abort();
 }
 
+std::optional<std::string> batch_param(const OpDef& op) {
+  if (!op.batch) return std::nullopt;
+  // The axes may depend on the parameters (matmul's layout), the parameter's name does not:
+  // any valid values name it.
+  Params p;
+  for (const auto& s : op.params) {
+    if (s.default_value) p.set(s.name, *s.default_value);
+    else if (s.kind == ParamKind::integer) p.set(s.name, s.min);
+    else if (s.kind == ParamKind::boolean) p.set(s.name, false);
+    else if (s.kind == ParamKind::real) p.set(s.name, 0.0);
+    else p.set(s.name, s.choices.empty() ? std::string() : s.choices.front());
+  }
+  return op.batch(p).param;
+}
+
 double tolerance_for(const OpDef& op, DType dtype, const std::string& math) {
   // Scaled by the unit roundoff: f32 2^-24, f16 2^-11, bf16 2^-8, f64 2^-53. TF32 keeps f16's
   // 10 explicit significand bits in its products.
@@ -96,6 +111,9 @@ bool Registry::add(std::vector<VariantDef> variants) {
   for (auto& v : variants) {
     if (find_variant(v.op, v.name)) refuse("variant " + v.op + "/" + v.name + " is registered twice");
     if (v.role == Role::unset) refuse("variant " + v.op + "/" + v.name + " is registered without a role");
+    if (v.role == Role::reference && !v.invariance)
+      v.invariance = Claim{Determinism::deterministic, ClaimSource::design,
+                           "one thread computes each output in a fixed order that no other row of the batch changes"};
     variants_.push_back(std::move(v));
   }
   return true;

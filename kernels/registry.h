@@ -93,6 +93,18 @@ struct FillTarget {
   std::uint64_t stream;  // the argument's index
 };
 
+// How an op's batch runs through its tensors, for batch invariance (DESIGN.md "Two
+// properties"): the parameter that sets the batch size (M of a matmul, N of a convolution, the
+// boxes of crop_and_resize), the axis it indexes in each input (-1: the input is shared by every
+// row of the batch, like a weight) and in the output. A sub-batch is the op planned with the
+// parameter set to its size and its inputs cut from the full batch's along those axes, so its
+// rows are bit for bit the full batch's rows.
+struct BatchAxes {
+  std::string param;
+  std::vector<int> inputs;  // one per Problem::inputs entry
+  int output = 0;
+};
+
 struct OpDef {
   std::string name;
   std::string family;
@@ -107,7 +119,14 @@ struct OpDef {
   std::function<Problem(const Params&)> plan;
   // Fills every input (host memory). Inputs may depend on earlier ones (max-pool's orig_output).
   std::function<void(const Problem&, FillMode, std::vector<FillTarget>&)> fill;
+  // The op's batch dimension, for configs that ask for batch invariance; empty: it has none (its
+  // output rows are not independent computations, like a filter gradient summed over the batch).
+  // Its inputs must be valid when cut along the axes: fill() may not tie rows of the batch together.
+  std::function<BatchAxes(const Params&)> batch;
 };
+
+// The parameter that sets the op's batch size (OpDef::batch), or nullopt where it has none.
+std::optional<std::string> batch_param(const OpDef& op);
 
 // The op's tolerance in `dtype` and math mode: OpDef::tolerance is stated for f32 and scales with
 // the unit roundoff of the dtype (x 2^13 for f16 and for f32 in math mode tf32, x 2^16 for bf16,
@@ -195,6 +214,11 @@ struct VariantDef {
   // Another variant whose output this one claims to equal bit for bit on every config
   // (cross-implementation reproducibility), e.g. cuda.ordered -> cpu.ordered. Empty: no claim.
   std::string bit_equal_to;
+  // Its claim about batch invariance, for ops with a batch (OpDef::batch): `deterministic` here
+  // means a row's bits do not depend on the rest of the batch, `nondeterministic` that they do.
+  // Absent: no claim (the serial reference gets one by default: one thread, each output in an
+  // order no other row changes).
+  std::optional<Claim> invariance;
 };
 
 class Registry {

@@ -56,8 +56,11 @@ int list(const ListOptions& o) {
                              {"dtype", dtype_short_name(cc.dtype)}, {"math", cc.math}, {"seed", cc.seed}});
       json dtypes = json::array();
       for (DType t : op.dtypes) dtypes.push_back(dtype_short_name(t));
+      const auto batch = batch_param(op);
       out["ops"].push_back({{"name", op.name}, {"family", op.family}, {"summary", op.summary}, {"params", params},
-                            {"dtypes", dtypes}, {"math_modes", op.math_modes}, {"variants", variants}, {"configs", configs}});
+                            {"dtypes", dtypes}, {"math_modes", op.math_modes},
+                            {"batch", batch ? json(*batch) : json(nullptr)},  // the parameter batch_invariance varies
+                            {"variants", variants}, {"configs", configs}});
     }
     std::cout << json_text(out, 2) << "\n";
     return 0;
@@ -67,7 +70,9 @@ int list(const ListOptions& o) {
     if (!selected(op)) continue;
     std::string dtypes;
     for (DType t : op.dtypes) dtypes += (dtypes.empty() ? "" : " ") + std::string(dtype_short_name(t));
-    std::printf("\n%s  [%s]  %s\n  dtypes: %s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str(), dtypes.c_str());
+    const auto batch = batch_param(op);
+    std::printf("\n%s  [%s]  %s\n  dtypes: %s%s\n  configs:", op.name.c_str(), op.family.c_str(), op.summary.c_str(), dtypes.c_str(),
+                batch ? ("; batch: " + *batch).c_str() : "");
     for (const auto& cc : cat.configs)
       if (cc.op == &op) {
         std::printf(" %s", cc.name.c_str());

@@ -85,6 +85,38 @@ json to_json(const ParamValue& v) {
 
 }  // namespace
 
+namespace {
+// "batch_invariance": {"sizes": [...]}: the sub-batches, planned now so that a size the op cannot
+// run at is a catalogue error before anything runs.
+BatchPlan batch_plan(const Validator& v, const json& field, const std::string& path, const CatalogConfig& cc) {
+  const std::string& op = cc.op->name;
+  if (!cc.op->batch) v.fail(path, op + " has no batch dimension: its output rows are not computed apart, so batch invariance does not apply");
+  v.object(field, path);
+  for (const auto& [key, _] : field.items())
+    if (key != "sizes") v.fail(path + "." + key, "unknown field (expected sizes)");
+  const json& sizes = v.field(field, path, "sizes");
+  const std::string param = cc.op->batch(cc.params).param;
+  const std::int64_t full = cc.params.integer(param);
+  const std::string expected = "expected a non-empty array of distinct sub-batch sizes in [1, " + std::to_string(full - 1) +
+                               "] (" + param + " is " + std::to_string(full) + ")";
+  if (!sizes.is_array() || sizes.empty()) v.fail(path + ".sizes", expected + ", got " + json_text(sizes));
+  std::vector<std::int64_t> list;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const json& s = sizes[k];
+    const std::string sp = path + ".sizes[" + std::to_string(k) + "]";
+    if (!s.is_number_integer() || s.get<std::int64_t>() < 1 || s.get<std::int64_t>() >= full ||
+        std::find(list.begin(), list.end(), s.get<std::int64_t>()) != list.end())
+      v.fail(sp, expected + ", got " + json_text(s));
+    list.push_back(s.get<std::int64_t>());
+  }
+  try {
+    return plan_sub_batches(*cc.op, cc.params, cc.dtype, cc.math, list);
+  } catch (const InvalidConfig& e) {
+    v.fail(path + ".sizes", std::string("at a sub-batch size: ") + e.what());
+  }
+}
+}  // namespace
+
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
   const json root = parse_json_input(text, source);
   const Validator v(source);
@@ -107,8 +139,8 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     v.object(c, path);
     for (const auto& [key, _] : c.items())
       if (key != "op" && key != "name" && key != "params" && key != "dtype" && key != "math" && key != "seed" &&
-          key != "variants")
-        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants)");
+          key != "variants" && key != "batch_invariance")
+        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance)");
     CatalogConfig cc;
     const std::string op_name = v.string_field(c, path, "op");
     cc.op = registry.find_op(op_name);
@@ -226,6 +258,8 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     for (const auto* d : tensors_of(cc.problem))
       if (static_cast<long double>(d->numel()) > static_cast<long double>(kMaxTensorElements))
         v.fail(path + ".params", d->name + " would have more than 2^30 elements, the limit (cuDNN and CUB count elements in int)");
+
+    if (auto it = c.find("batch_invariance"); it != c.end()) cc.batch = batch_plan(v, *it, path + ".batch_invariance", cc);
 
     // The id of a config at the default precision is what it was before the precision axis, so
     // that stores and baselines of earlier versions still name the same configs.

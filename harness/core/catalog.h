@@ -1,19 +1,24 @@
 // The catalogue: which ops run on which configs. JSON, schema "d9m.catalog/1":
 //   {"schema": "d9m.catalog/1",
 //    "configs": [{"op": "bias_add_grad", "name": "small", "params": {...},
-//                 "dtype": "f16", "math": "default", "seed": 1, "variants": ["cpu.*"]}, ...]}
+//                 "dtype": "f16", "math": "default", "seed": 1, "variants": ["cpu.*"],
+//                 "batch_invariance": {"sizes": [1, 7]}}, ...]}
 // `dtype` (default "f32"; "f16", "bf16", "f64" where the op supports them) is the float type of
 // every float tensor and `math` (default "default") a library op's math mode; `seed` (default 1)
-// seeds the inputs; `variants` (default all) are globs over the op's variant names. Every field
+// seeds the inputs; `variants` (default all) are globs over the op's variant names;
+// `batch_invariance` (ops with a batch dimension only) also runs sub-batches of the sizes named
+// and compares their rows with the full batch's (harness/core/batch_invariance.h). Every field
 // is validated against the registry before anything runs: a bad catalogue is a usage error
 // (exit 2) naming the file and the line and column (syntax) or the field path.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/core/batch_invariance.h"
 #include "kernels/registry.h"
 
 namespace d9m {
@@ -28,6 +33,7 @@ struct CatalogConfig {
   std::uint64_t seed = 1;
   std::vector<std::string> variant_globs;
   Problem problem;
+  std::optional<BatchPlan> batch;  // "batch_invariance": the sub-batches to compare (not part of the id)
   std::string config_id;  // stable id: SHA-256 of {op, params, seed} (+ dtype, math unless default), 16 hex digits
 
   bool selects(const VariantDef& v) const;

@@ -13,6 +13,46 @@ CaseHost::CaseHost(unsigned threads) {
 
 CaseHost::~CaseHost() = default;
 
+namespace {
+
+// Each sub-batch run once on the variant's backend and compared bit for bit with the full batch's
+// first trial. A sub-batch that cannot run (UNSUPPORTED at that size, or an error) is recorded
+// with its reason, not evidence; the case's own status stands on its trials.
+InvarianceEvidence batch_invariance(Executor& ex, const VariantDef& v, const BatchPlan& plan,
+                                    const std::vector<HostTensor>& inputs, const HostTensor& full_output) {
+  InvarianceEvidence e;
+  e.param = plan.axes.param;
+  e.full = plan.full;
+  e.claim = v.invariance;
+  for (const SubBatch& sub : plan.subs) {
+    SubBatchResult s;
+    s.size = sub.size;
+    s.offset = sub.offset;
+    s.elements = sub.problem.output.numel();
+    if (ex.device_lost()) {
+      s.error = "not run: the device was lost";
+    } else if (auto why = v.unsupported ? v.unsupported(sub.problem) : std::nullopt) {
+      s.error = "UNSUPPORTED: " + *why;
+    } else {
+      try {
+        const HostTensor out = ex.run_once(v, sub.problem, sub_batch_inputs(plan, sub, inputs));
+        const HostTensor rows = cut_rows(full_output, plan.axes.output, sub.offset, sub.size);
+        s.differing = diff_outputs(sub.problem.output.dtype, rows.data(), out.data(), s.elements).count;
+      } catch (const Error&) {
+        throw;
+      } catch (const Unsupported& u) {
+        s.error = std::string("UNSUPPORTED: ") + u.what();
+      } catch (const std::exception& x) {
+        s.error = std::string("ERROR: ") + x.what();
+      }
+    }
+    e.subs.push_back(std::move(s));
+  }
+  return e;
+}
+
+}  // namespace
+
 CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inputs, const TrialCallback& after_trial) {
   const CatalogConfig& cc = *req.config;
   const VariantDef& v = *req.variant;
@@ -42,12 +82,14 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     return r;
   }
   try {
-    CaseOutcome out = ex.run(v, cc.problem, prep.inputs, req.trials, req.save_outputs.has_value(), after_trial);
+    const bool keep_first = req.save_outputs.has_value() || cc.batch.has_value();
+    CaseOutcome out = ex.run(v, cc.problem, prep.inputs, req.trials, keep_first, after_trial);
     r.kind = CaseExecution::Kind::ran;
     r.claim = out.claim;
     r.trials = std::move(out.trials);
-    if (req.save_outputs && out.first_output && static_cast<std::int64_t>(r.trials.size()) == req.trials)
-      save_output(*req.save_outputs, cc, v, out.first_output->data());
+    const bool complete = out.first_output && static_cast<std::int64_t>(r.trials.size()) == req.trials;
+    if (req.save_outputs && complete) save_output(*req.save_outputs, cc, v, out.first_output->data());
+    if (cc.batch && complete) r.invariance = batch_invariance(ex, v, *cc.batch, prep.inputs, *out.first_output);
   } catch (const Error&) {
     throw;
   } catch (const Unsupported& e) {

@@ -30,6 +30,9 @@ struct CaseExecution {
   std::string detail;          // why UNSUPPORTED, SKIPPED or ERROR
   std::optional<Claim> claim;  // the vendor API's claim for this config, when prepare() gave one
   std::vector<TrialResult> trials;
+  // The config's sub-batches against the full batch, when it names batch_invariance and every
+  // trial ran (harness/core/batch_invariance.h).
+  std::optional<InvarianceEvidence> invariance;
   bool device_lost = false;    // the case left the GPU unusable: a worker exits after replying
 };
 

@@ -31,6 +31,8 @@ class CpuExecutor final : public Executor {
     const ExecContext exec{&pool_, nullptr};
     KernelArgs args{p, {}, nullptr, exec};
     for (const auto& t : inputs) args.inputs.push_back(t.data());
+    std::string choice;
+    args.choice = &choice;
     Prepared prepared;
     if (v.prepare) prepared = v.prepare(p, exec);  // may throw Unsupported
     args.state = prepared.state.get();
@@ -43,12 +45,14 @@ class CpuExecutor final : public Executor {
       // by inheriting the previous trial's bytes.
       std::memset(out.data(), 0xA5, bytes);
       args.output = out.data();
+      choice.clear();
       const auto start = std::chrono::steady_clock::now();
       v.run(args);
       const auto stop = std::chrono::steady_clock::now();
       TrialResult r;
       r.elapsed_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
       r.digest = digest_v1(out.data(), bytes, &pool_).hex();
+      r.choice = choice;
       if (t > 0 && r.digest != outcome.trials.front().digest)
         r.diff = diff_outputs(p.output.dtype, first.data(), current.data(), p.output.numel());
       outcome.trials.push_back(std::move(r));
@@ -56,6 +60,20 @@ class CpuExecutor final : public Executor {
     }
     if (keep_first_output) outcome.first_output.emplace(std::move(first));
     return outcome;
+  }
+
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override {
+    const ExecContext exec{&pool_, nullptr};
+    KernelArgs args{p, {}, nullptr, exec};
+    for (const auto& t : inputs) args.inputs.push_back(t.data());
+    Prepared prepared;
+    if (v.prepare) prepared = v.prepare(p, exec);
+    args.state = prepared.state.get();
+    HostTensor out(p.output);
+    std::memset(out.data(), 0xA5, p.output.bytes());
+    args.output = out.data();
+    v.run(args);
+    return out;
   }
 
  private:

@@ -73,13 +73,51 @@ class CudaExecutor final : public Executor {
 
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                   bool keep_first_output, const TrialCallback& after_trial) override {
+    return noting_loss([&] { return run_trials(v, p, inputs, trials, keep_first_output, after_trial); });
+  }
+
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override {
+    return noting_loss([&] {
+      D9M_CUDA_CHECK(cudaSetDevice(0));
+      Stream stream;
+      std::vector<DeviceBuffer> device_inputs;
+      const ExecContext exec{nullptr, stream.s};
+      KernelArgs args{p, {}, nullptr, exec};
+      upload(inputs, stream.s, device_inputs, args);
+      Prepared prepared;
+      if (v.prepare) prepared = v.prepare(p, exec);
+      args.state = prepared.state.get();
+      const std::size_t bytes = p.output.bytes();
+      DeviceBuffer out(std::max<std::size_t>(bytes, 1), stream.s);
+      D9M_CUDA_CHECK(cudaMemsetAsync(out.get(), 0xA5, bytes, stream.s));
+      args.output = out.get();
+      v.run(args);
+      HostTensor host(p.output);
+      D9M_CUDA_CHECK(cudaMemcpyAsync(host.data(), out.get(), bytes, cudaMemcpyDeviceToHost, stream.s));
+      D9M_CUDA_CHECK(cudaStreamSynchronize(stream.s));
+      return host;
+    });
+  }
+
+  // After a sticky error the context is gone: the remaining GPU cases are skipped with the
+  // reason, and this case is an ERROR with it.
+  template <class F>
+  auto noting_loss(F&& f) -> decltype(f()) {
     try {
-      return run_trials(v, p, inputs, trials, keep_first_output, after_trial);
+      return f();
     } catch (const CudaError& e) {
-      // After a sticky error the context is gone: the remaining GPU cases are skipped with the
-      // reason, and this case is an ERROR with it.
       if (e.sticky()) lost_ = std::string("device lost earlier in this run: ") + e.what();
       throw;
+    }
+  }
+
+  static void upload(const std::vector<HostTensor>& inputs, cudaStream_t s, std::vector<DeviceBuffer>& device_inputs,
+                     KernelArgs& args) {
+    device_inputs.reserve(inputs.size());
+    for (const auto& t : inputs) {
+      device_inputs.emplace_back(std::max<std::size_t>(t.desc().bytes(), 1), s);
+      D9M_CUDA_CHECK(cudaMemcpyAsync(device_inputs.back().get(), t.data(), t.desc().bytes(), cudaMemcpyHostToDevice, s));
+      args.inputs.push_back(device_inputs.back().get());
     }
   }
 
@@ -91,11 +129,11 @@ class CudaExecutor final : public Executor {
     std::vector<DeviceBuffer> device_inputs;
     const ExecContext exec{nullptr, stream.s};
     KernelArgs args{p, {}, nullptr, exec};
-    for (const auto& t : inputs) {
-      device_inputs.emplace_back(std::max<std::size_t>(t.desc().bytes(), 1), stream.s);
-      D9M_CUDA_CHECK(cudaMemcpyAsync(device_inputs.back().get(), t.data(), t.desc().bytes(), cudaMemcpyHostToDevice, stream.s));
-      args.inputs.push_back(device_inputs.back().get());
-    }
+    upload(inputs, stream.s, device_inputs, args);
+    // What an autotuning variant chose, per trial of a batch: run() is called on the host in
+    // trial order, so the choice is known when the trial is queued.
+    std::string choice;
+    args.choice = &choice;
     Prepared prepared;
     if (v.prepare) prepared = v.prepare(p, exec);  // may throw Unsupported
     args.state = prepared.state.get();
@@ -119,6 +157,7 @@ class CudaExecutor final : public Executor {
     // the watchdog, 300 s by default and reset per trial, would take a batch of 64 trials that
     // are each some 6000 times slower than the ones measured just before.)
     constexpr std::int64_t kMaxBatch = 64;
+    std::vector<std::string> choices(kMaxBatch);
     constexpr double kBatchSeconds = 0.05;
     std::vector<Event> starts(kMaxBatch), stops(kMaxBatch);
     DeviceBuffer digests((kMaxBatch + 1) * 16, stream.s), diffs(kMaxBatch * sizeof(GpuDiffSlot), stream.s);
@@ -138,8 +177,10 @@ class CudaExecutor final : public Executor {
         // Poisoned so a variant that forgets to initialise its output cannot inherit last trial's.
         D9M_CUDA_CHECK(cudaMemsetAsync(out, 0xA5, bytes, stream.s));
         args.output = out;
+        choice.clear();
         D9M_CUDA_CHECK(cudaEventRecord(starts[j].e, stream.s));
         v.run(args);
+        choices[static_cast<std::size_t>(j)] = choice;
         D9M_CUDA_CHECK(cudaEventRecord(stops[j].e, stream.s));
         std::uint64_t* slot = t == 0 ? first_digest : digests.get<std::uint64_t>() + 2 * j;
         digester.enqueue_digest(out, bytes, slot);
@@ -159,6 +200,7 @@ class CudaExecutor final : public Executor {
         r.elapsed_ns = static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
         const std::uint64_t* h = t == 0 ? &host_digests[2 * kMaxBatch] : &host_digests[2 * j];
         r.digest = Digest128{h[0], h[1]}.hex();
+        r.choice = choices[static_cast<std::size_t>(j)];
         if (t > 0 && r.digest != outcome.trials.front().digest) r.diff = to_diff_stats(host_diffs[j]);
         outcome.trials.push_back(std::move(r));
         if (after_trial && !after_trial(t + 1, trials)) stopped = true;

@@ -1,4 +1,6 @@
 // The CUDA executor of a build without CUDA: every CUDA case is SKIPPED with this reason.
+#include <stdexcept>
+
 #include "harness/exec/executor.h"
 
 namespace d9m {
@@ -12,6 +14,9 @@ class NoCudaExecutor final : public Executor {
   CaseOutcome run(const VariantDef&, const Problem&, const std::vector<HostTensor>&, std::int64_t, bool,
                   const TrialCallback&) override {
     return {};
+  }
+  HostTensor run_once(const VariantDef&, const Problem&, const std::vector<HostTensor>&) override {
+    throw std::logic_error("CUDA run on a build without CUDA");  // unavailable() keeps any case from getting here
   }
 };
 }  // namespace

@@ -20,6 +20,7 @@ struct TrialResult {
   std::string digest;
   std::int64_t elapsed_ns = 0;
   std::optional<DiffStats> diff;
+  std::string choice;  // what an autotuning variant chose in this trial (KernelArgs::chose), or empty
 };
 
 struct CaseOutcome {
@@ -38,6 +39,9 @@ class Executor {
   virtual std::optional<std::string> unavailable() const = 0;
   virtual CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
                           std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial) = 0;
+  // One untimed run of `v` on `p` (a sub-batch, for batch invariance): its output, on the host.
+  // Throws Unsupported where prepare() does, and what the backend throws.
+  virtual HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) = 0;
   // After a sticky error the device (its context) is unusable for the rest of this process.
   virtual bool device_lost() const { return false; }
 };

@@ -213,7 +213,7 @@ CaseRunRecord case_run_record(const VariantDef& v, const CaseExecution& res, std
   std::vector<std::int64_t> times;
   for (std::size_t t = 0; t < res.trials.size(); ++t) {
     const auto& r = res.trials[t];
-    trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff});
+    trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff, r.choice});
     digests.push_back(r.digest);
     times.push_back(r.elapsed_ns);
   }
@@ -224,6 +224,7 @@ CaseRunRecord case_run_record(const VariantDef& v, const CaseExecution& res, std
   cr.min_ns = times.front();
   cr.median_ns = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
   cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
+  if (res.invariance) cr.invariance = res.invariance->to_json_text();
   return cr;
 }
 

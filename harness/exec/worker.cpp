@@ -59,12 +59,16 @@ json to_json(const CaseExecution& r) {
   for (const auto& t : r.trials) {
     json diff = nullptr;
     if (t.diff) diff = {t.diff->count, bits_of(t.diff->max_abs), t.diff->max_ulp, t.diff->first_index};
-    trials.push_back({t.digest, t.elapsed_ns, diff});
+    json trial = {t.digest, t.elapsed_ns, diff};
+    if (!t.choice.empty()) trial.push_back(t.choice);
+    trials.push_back(std::move(trial));
   }
   json claim = nullptr;
   if (r.claim) claim = {{"determinism", to_string(r.claim->determinism)}, {"source", to_string(r.claim->source)}, {"reason", r.claim->reason}};
-  return {{"kind", kind_name(r.kind)}, {"input_digest", r.input_digest}, {"detail", r.detail},
-          {"claim", claim},           {"trials", trials},                {"device_lost", r.device_lost}};
+  json out = {{"kind", kind_name(r.kind)}, {"input_digest", r.input_digest}, {"detail", r.detail},
+              {"claim", claim},           {"trials", trials},                {"device_lost", r.device_lost}};
+  if (r.invariance) out["invariance"] = r.invariance->to_json_text();
+  return out;
 }
 
 CaseExecution result_from_json(const json& j) {
@@ -89,8 +93,10 @@ CaseExecution result_from_json(const json& j) {
     if (!t.at(2).is_null())
       tr.diff = DiffStats{t[2].at(0).get<std::int64_t>(), double_of(t[2].at(1).get<std::uint64_t>()),
                           t[2].at(2).get<std::int64_t>(), t[2].at(3).get<std::int64_t>()};
+    if (t.size() > 3) tr.choice = t.at(3).get<std::string>();
     r.trials.push_back(std::move(tr));
   }
+  if (j.contains("invariance")) r.invariance = InvarianceEvidence::from_json_text(j.at("invariance").get<std::string>());
   r.device_lost = j.at("device_lost").get<bool>();
   return r;
 }

@@ -165,6 +165,18 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
         v.failures.push_back({Failure::Kind::diverged, &r, w + ": claimed deterministic, " + in_trials(r)});
     }
     if (r.status == Status::error) v.failures.push_back({Failure::Kind::error, &r, w + ": " + r.detail});
+    // A variant claimed batch-invariant whose sub-batches' rows differ from the full batch's,
+    // while repeatable (otherwise the divergence is its failure).
+    if (r.invariance && r.invariance->claimed_invariant() && r.status == Status::deterministic && !r.invariance->invariant()) {
+      std::string sizes;
+      const auto differing = r.invariance->differing();
+      for (std::size_t i = 0; i < differing.size(); ++i)
+        if (differing[i]) sizes += (sizes.empty() ? "" : ", ") + std::to_string(r.invariance->sizes()[i]);
+      v.failures.push_back({Failure::Kind::not_invariant, &r,
+                            w + ": claimed batch-invariant, but sub-batches of " + r.invariance->param + " = " + sizes +
+                                " give other bits than the same rows of the full batch (" + r.invariance->param + " = " +
+                                std::to_string(r.invariance->full) + ")"});
+    }
     if (r.error_runs > 0 && r.status != Status::error) v.warnings.push_back(w + ": " + r.detail);
     // A nondeterministic control that never diverged means this audit could not have seen
     // nondeterminism on that backend (one thread, a quiet machine, a scheduler that serialised).
@@ -191,6 +203,38 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
   return v;
 }
 
+ApiView api_view_of(const std::vector<StatusRow>& rows) {
+  ApiView v;
+  std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;  // (op, math, variant) -> row
+  for (const auto& r : rows) {
+    if (r.library == "d9m") continue;
+    if (std::find(v.dtypes.begin(), v.dtypes.end(), r.dtype) == v.dtypes.end()) v.dtypes.push_back(r.dtype);
+    auto [it, fresh] = index.try_emplace({r.op, r.math, r.variant}, v.rows.size());
+    if (fresh) v.rows.push_back({r.library, r.op, r.math, r.variant, r.claim_determinism, {}});
+    ApiView::Row& row = v.rows[it->second];
+    if (row.claim != r.claim_determinism) row.claim = "mixed";
+    for (std::size_t s = 0; s < r.cells.size(); ++s)
+      if (r.cells[s].configs) row.cells[{s, r.dtype}] = {r.cells[s].text, r.cells[s].invariance};
+  }
+  // f32 first, then the others in the order of kFloatDTypes (f16, bf16, f64).
+  std::vector<std::string> ordered;
+  for (DType t : kFloatDTypes)
+    if (std::find(v.dtypes.begin(), v.dtypes.end(), dtype_short_name(t)) != v.dtypes.end()) ordered.emplace_back(dtype_short_name(t));
+  v.dtypes = ordered;
+  std::sort(v.rows.begin(), v.rows.end(), [](const ApiView::Row& a, const ApiView::Row& b) {
+    return std::tie(a.library, a.op, a.math, a.variant) < std::tie(b.library, b.op, b.math, b.variant);
+  });
+  return v;
+}
+
+// The order in which one config's invariance outweighs another's in a cell.
+int invariance_weight(const std::string& s) {
+  if (s == "Not guaranteed") return 4;
+  if (s == "Replay only") return 3;
+  if (s == "Unverified") return 2;
+  return s.empty() ? 0 : 1;
+}
+
 std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solution>& solutions, const Verdict& verdict) {
   std::map<std::pair<std::string, std::string>, std::vector<const CaseResult*>> by_row;
   for (const auto& r : data.results) by_row[{r.source(), r.variant}].push_back(&r);
@@ -204,6 +248,7 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
     row.dtype = last.dtype;
     row.math = last.math;
     row.backend = last.backend;
+    row.library = library_of(row.variant);
     row.role = last.role;
     row.claim_source = last.claim_source;
     row.claim_reason = last.claim_reason;
@@ -223,6 +268,8 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
           if (!worst_nd || r->distinct > worst_nd->distinct) worst_nd = r;
         }
         cell.broken |= verdict.claim_failed(*r);
+        const std::string inv = r->invariance_status();
+        if (invariance_weight(inv) > invariance_weight(cell.invariance)) cell.invariance = inv;
       }
       switch (cell.configs ? cell.status : Status::skipped) {
         case Status::nondeterministic:
@@ -247,11 +294,20 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
 
 }  // namespace
 
+std::string library_of(const std::string& variant) {
+  static const char* const kLibraries[] = {"cublas", "cublaslt", "cudnn", "cub", "cusparse", "torch"};
+  const std::string prefix = variant.substr(0, variant.find('.'));
+  for (const char* lib : kLibraries)
+    if (prefix == lib) return prefix;
+  return "d9m";
+}
+
 std::string to_string(Failure::Kind k) {
   switch (k) {
     case Failure::Kind::diverged: return "claim broken";
     case Failure::Kind::control_diverged: return "control diverged";
     case Failure::Kind::cross_implementation: return "cross-implementation claim broken";
+    case Failure::Kind::not_invariant: return "batch-invariance claim broken";
     case Failure::Kind::error: return "not certified (ERROR)";
   }
   return "failure";
@@ -262,6 +318,7 @@ std::string id_of(Failure::Kind k) {
     case Failure::Kind::diverged: return "diverged";
     case Failure::Kind::control_diverged: return "control_diverged";
     case Failure::Kind::cross_implementation: return "cross_implementation";
+    case Failure::Kind::not_invariant: return "not_invariant";
     case Failure::Kind::error: return "error";
   }
   return "failure";
@@ -322,6 +379,8 @@ StatusModel build_status_model(const ReportData& data) {
   m.solutions = solutions_of(data, m.costs);
   m.verdict = verdict_over(data, m.cross);
   m.rows = rows_of(data, m.solutions, m.verdict);
+  m.api = api_view_of(m.rows);
+  for (const auto& r : data.results) m.any_invariance |= r.invariance.has_value();
   return m;
 }
 

@@ -16,6 +16,7 @@
 //   ERROR beside runs with evidence, a cuDNN outside its compatibility rule.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,11 +57,19 @@ struct StatusCell {
   std::string text = "-";  // "D", "ND 7/20", "ND 7/20 (2 of 3 configs)", "E", "U", "-"
   bool broken = false;     // a claim of this variant failed on this stack (see Verdict)
   std::size_t configs = 0, nd_configs = 0;
+  // Batch invariance in cuDNN's words over the configs that tested it, the worst of them
+  // (Not guaranteed > Replay only > Unverified > Supported); empty where none did.
+  std::string invariance;
 };
+
+// The library a variant calls, by the registry's naming convention for library variants
+// ("cublas.default", "cublaslt.algo3", "cudnn.algo1", "cub.run_to_run", "cusparse.spmv_csr_alg2",
+// "torch.default"), or "d9m" for d9m's own code: what the HTML report filters by.
+std::string library_of(const std::string& variant);
 
 // One row: an op at one precision (its source, CaseResult::source()) and one variant.
 struct StatusRow {
-  std::string source, op, dtype, math, variant, backend;
+  std::string source, op, dtype, math, variant, backend, library;
   Role role = Role::unset;
   std::string claim_determinism, claim_source, claim_reason;
   std::vector<StatusCell> cells;  // one per stack, in ReportData::stacks order
@@ -68,13 +77,13 @@ struct StatusRow {
 };
 
 struct Failure {
-  enum class Kind { diverged, control_diverged, cross_implementation, error };
+  enum class Kind { diverged, control_diverged, cross_implementation, error, not_invariant };
   Kind kind;
   const CaseResult* result;
   std::string text;  // "op/config/variant on S1: ..."
 };
 std::string to_string(Failure::Kind k);  // for people: "claim broken", "control diverged", ...
-std::string id_of(Failure::Kind k);      // for programs: "diverged", "control_diverged", "cross_implementation", "error"
+std::string id_of(Failure::Kind k);      // for programs: "diverged", "control_diverged", "cross_implementation", "error", "not_invariant"
 
 struct Verdict {
   std::int64_t cases = 0, by_status[5] = {};
@@ -95,8 +104,24 @@ struct Verdict {
   bool claim_failed(const CaseResult& r) const;  // a failure of r other than ERROR: one of its claims broke
 };
 
+// The view of cuDNN's "Determinism support" page: per library API (op, math mode and variant),
+// per stack and dtype, both properties: repeatability ("D", "ND 3/20") and batch invariance.
+struct ApiView {
+  struct Cell {
+    std::string repeatability, invariance;
+  };
+  struct Row {
+    std::string library, op, math, variant, claim;
+    std::map<std::pair<std::size_t, std::string>, Cell> cells;  // by (stack index, dtype)
+  };
+  std::vector<std::string> dtypes;  // the dtypes any library row ran in, f32 first
+  std::vector<Row> rows;            // library rows only (d9m's own variants are in the status table)
+};
+
 struct StatusModel {
   std::vector<StatusRow> rows;  // by op, then variant
+  bool any_invariance = false;  // some case has batch-invariance evidence: the table shows its column
+  ApiView api;
   std::vector<Solution> solutions;
   std::vector<Cost> costs;
   std::vector<CrossCheck> cross;

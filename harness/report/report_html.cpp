@@ -37,7 +37,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;cursor:pointer;user-select:none}th.sorted-asc::after{content:" \25B2"}th.sorted-desc::after{content:" \25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}
-.d{background:#dafbe1}.nd{background:#ffd8d3}.e{background:#ffebe9;color:#a40e26;font-weight:600}.u{background:#eaeef2}.s{background:#fff}
+.ro{background:#fff1c2}.d{background:#dafbe1}.nd{background:#ffd8d3}.e{background:#ffebe9;color:#a40e26;font-weight:600}.u{background:#eaeef2}.s{background:#fff}
 .broken{outline:3px solid #cf222e;outline-offset:-3px;font-weight:700}
 .verdict{font-size:16px;font-weight:700;padding:10px 14px;border-radius:6px;display:inline-block}
 .ok{background:#dafbe1;color:#116329}.bad{background:#ffebe9;color:#a40e26}
@@ -66,13 +66,17 @@ const char* kScript = R"js(
       rows.forEach(function(r){body.appendChild(r);});
     });
   });
-  var f=document.getElementById('filter');
-  f.addEventListener('input',function(){
+  // Free text, and the library, dtype and status each rendered as a row attribute.
+  var f=document.getElementById('filter'), picks=['library','dtype','status'].map(function(k){return document.getElementById('pick-'+k);});
+  function apply(){
     var terms=f.value.toLowerCase().split(/\s+/).filter(Boolean);
     Array.prototype.forEach.call(body.rows,function(r){
       var t=r.textContent.toLowerCase();
-      r.style.display=terms.every(function(w){return t.indexOf(w)>=0;})?'':'none';});
-  });
+      var ok=terms.every(function(w){return t.indexOf(w)>=0;})&&picks.every(function(p){return !p||!p.value||r.getAttribute('data-'+p.id.slice(5))===p.value;});
+      r.style.display=ok?'':'none';});
+  }
+  f.addEventListener('input',apply);
+  picks.forEach(function(p){if(p)p.addEventListener('change',apply);});
 })();
 )js";
 
@@ -127,6 +131,43 @@ void heatmap(std::ostringstream& o, const ReportData& data, const StatusModel& m
   o << "</svg>\n";
 }
 
+const char* invariance_class(const std::string& s) {
+  if (s == "Supported") return "d";
+  if (s == "Replay only") return "ro";
+  if (s == "Not guaranteed") return "nd";
+  return "u";
+}
+
+// cuDNN's "Determinism support" view: per library API, stack and dtype, both properties.
+void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
+  if (m.api.rows.empty()) return;
+  o << "<h2>By library API, stack and dtype</h2>\n<p>The view of cuDNN's \"Determinism support\" page, from evidence: "
+       "repeatability, then batch invariance where a config asked for it.</p>\n<table><thead><tr><th>library</th><th>API</th><th>claim</th>";
+  for (const auto& s : data.stacks)
+    for (const auto& d : m.api.dtypes) o << "<th>" << xml_escape(s.label + " " + d) << "</th>";
+  o << "</tr></thead><tbody>\n";
+  for (const auto& r : m.api.rows) {
+    o << "<tr><td>" << xml_escape(r.library) << "</td><td>" << xml_escape(r.op + (r.math == "default" ? "" : " " + r.math) + " " + r.variant)
+      << "</td><td>" << xml_escape(r.claim) << "</td>";
+    for (std::size_t s = 0; s < data.stacks.size(); ++s)
+      for (const auto& d : m.api.dtypes) {
+        auto it = r.cells.find({s, d});
+        if (it == r.cells.end()) {
+          o << "<td class=\"s\">-</td>";
+          continue;
+        }
+        const auto& c = it->second;
+        o << "<td class=\"" << (c.repeatability.rfind("ND", 0) == 0 ? "nd" : c.repeatability == "D" ? "d" : "u") << "\">"
+          << xml_escape(c.repeatability);
+        if (!c.invariance.empty())
+          o << "<br><span class=\"" << invariance_class(c.invariance) << "\">" << xml_escape(c.invariance) << "</span>";
+        o << "</td>";
+      }
+    o << "</tr>\n";
+  }
+  o << "</tbody></table>\n";
+}
+
 // The solutions' costs, the same numbers as the Markdown footnotes: log-scaled bars around 1x.
 void cost_chart(std::ostringstream& o, const StatusModel& m) {
   if (m.solutions.empty()) return;
@@ -174,6 +215,7 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
       << s.runs << "</td><td>" << xml_escape(format::join(s.hosts, ", ")) << "</td><td>" << xml_escape(s.summary()) << "</td></tr>\n";
   o << "</tbody></table>\n";
   heatmap(o, data, m);
+  api_view(o, data, m);
   cost_chart(o, m);
 
   if (!m.stack_differences.empty()) {
@@ -186,14 +228,34 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
   }
 
   // Every case.
-  o << "<h2>Cases</h2>\n<input id=\"filter\" class=\"noprint\" type=\"search\" placeholder=\"filter: e.g. scatter cuda nondet\">\n"
-       "<table id=\"cases\"><thead><tr><th>op</th><th>config</th><th>variant</th><th>stack</th><th>status</th><th>trials</th><th>distinct</th>"
+  // The filters' choices: every library, dtype and status that some case has.
+  std::set<std::string> libraries, dtypes, statuses;
+  for (const auto& r : data.results) {
+    libraries.insert(library_of(r.variant));
+    dtypes.insert(r.dtype);
+    statuses.insert(to_string(r.status));
+  }
+  auto pick = [&](const std::string& what, const std::set<std::string>& options) {
+    o << "<select id=\"pick-" << what << "\" class=\"noprint\"><option value=\"\">every " << what << "</option>";
+    for (const auto& v : options) o << "<option>" << xml_escape(v) << "</option>";
+    o << "</select> ";
+  };
+  o << "<h2>Cases</h2>\n<input id=\"filter\" class=\"noprint\" type=\"search\" placeholder=\"filter: e.g. scatter cuda nondet\"> ";
+  pick("library", libraries);
+  pick("dtype", dtypes);
+  pick("status", statuses);
+  o << "\n<table id=\"cases\"><thead><tr><th>op</th><th>config</th><th>variant</th><th>library</th><th>dtype</th><th>stack</th><th>status</th>"
+       "<th>batch</th><th>trials</th><th>distinct</th>"
        "<th>95% bound</th><th>median us</th><th>min us</th><th>worst diff (ULP)</th><th>claim</th><th>digest</th></tr></thead><tbody>\n";
   for (const auto& r : data.results) {
     const std::string bound = r.status == Status::deterministic ? num("%.4g", r.bound95()) : "";
-    o << "<tr><td>" << xml_escape(r.source()) << "</td><td title=\"" << xml_escape(r.params) << "\">" << xml_escape(r.config) << "</td><td>"
-      << xml_escape(r.variant) << "</td><td>" << xml_escape(data.stack(r.stack).label) << "</td><td class=\"" << status_class(r.status)
-      << (m.verdict.claim_failed(r) ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td class=\"num\">"
+    const std::string library = library_of(r.variant), inv = r.invariance_status();
+    o << "<tr data-library=\"" << xml_escape(library) << "\" data-dtype=\"" << xml_escape(r.dtype) << "\" data-status=\""
+      << to_string(r.status) << "\"><td>" << xml_escape(r.source()) << "</td><td title=\"" << xml_escape(r.params) << "\">" << xml_escape(r.config) << "</td><td>"
+      << xml_escape(r.variant) << "</td><td>" << xml_escape(library) << "</td><td>" << xml_escape(r.dtype) << "</td><td>"
+      << xml_escape(data.stack(r.stack).label) << "</td><td class=\"" << status_class(r.status)
+      << (m.verdict.claim_failed(r) ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td"
+      << (inv.empty() ? "" : std::string(" class=\"") + invariance_class(inv) + "\"") << ">" << xml_escape(inv) << "</td><td class=\"num\">"
       << r.trials << "</td><td class=\"num\">" << r.distinct << "</td><td class=\"num\">" << bound << "</td><td class=\"num\">"
       << (r.median_ns ? num("%.2f", static_cast<double>(*r.median_ns) / 1e3) : "") << "</td><td class=\"num\">"
       << (r.min_ns ? num("%.2f", static_cast<double>(*r.min_ns) / 1e3) : "") << "</td><td class=\"num\">"

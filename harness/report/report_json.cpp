@@ -43,6 +43,32 @@ json result_json(const ReportData& data, const StatusModel& m, const CaseResult&
             {"bound95", r.status == Status::deterministic ? json(r.bound95()) : json(nullptr)},
             {"median_ns", optional_number(r.median_ns)},
             {"min_ns", optional_number(r.min_ns)}};
+  if (r.invariance) {
+    json subs = json::array();
+    for (const auto& s : r.invariance->subs) {
+      json sj = {{"size", s.size}, {"offset", s.offset}, {"elements", s.elements}, {"differing", s.differing}};
+      if (!s.error.empty()) sj["error"] = s.error;
+      subs.push_back(std::move(sj));
+    }
+    const std::string status = r.invariance_status();
+    j["invariance"] = {{"status", status.empty() ? json(nullptr) : json(status)},
+                       {"param", r.invariance->param},
+                       {"full", r.invariance->full},
+                       {"sizes", r.invariance->sizes()},
+                       {"differing", r.invariance->differing()},
+                       {"sub_batches", subs}};
+    if (const auto& c = r.invariance->claim)
+      j["invariance"]["claim"] = {{"invariant", c->determinism == Determinism::deterministic   ? json(true)
+                                                : c->determinism == Determinism::nondeterministic ? json(false)
+                                                                                                   : json(nullptr)},
+                                  {"source", to_string(c->source)},
+                                  {"reason", c->reason}};
+  }
+  if (!r.choices.empty()) {
+    json choices = json::array();
+    for (const auto& c : r.choices) choices.push_back({{"choice", c.name}, {"trials", c.trials}, {"distinct", c.distinct}});
+    j["autotune"] = {{"choices", choices}, {"changes", r.choice_changes}};
+  }
   if (r.worst_diff)
     j["worst_diff"] = {{"count", r.worst_diff->count}, {"max_abs", r.worst_diff->max_abs},
                        {"max_ulp", r.worst_diff->max_ulp}, {"first_index", r.worst_diff->first_index}};
@@ -90,7 +116,8 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
     json cells = json::array();
     for (std::size_t i = 0; i < row.cells.size(); ++i)
       cells.push_back({{"stack", data.stacks[i].id}, {"status", to_string(row.cells[i].status)}, {"text", row.cells[i].text},
-                       {"broken", row.cells[i].broken}, {"configs", row.cells[i].configs}});
+                       {"broken", row.cells[i].broken}, {"configs", row.cells[i].configs},
+                       {"invariance", row.cells[i].invariance.empty() ? json(nullptr) : json(row.cells[i].invariance)}});
     json solution = nullptr;
     if (row.solution >= 0) {
       const Solution& s = m.solutions[static_cast<std::size_t>(row.solution)];

@@ -25,6 +25,7 @@ const char* junit_type(Failure::Kind k) {
     case Failure::Kind::diverged: return "NONDETERMINISTIC";
     case Failure::Kind::control_diverged: return "CONTROL_DIVERGED";
     case Failure::Kind::cross_implementation: return "CROSS_IMPLEMENTATION";
+    case Failure::Kind::not_invariant: return "NOT_BATCH_INVARIANT";
     case Failure::Kind::error: return "ERROR";
   }
   return "FAILURE";

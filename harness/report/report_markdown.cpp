@@ -16,13 +16,18 @@ using format::md_cell;
 
 void status_table(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   o << "\n## Status by source\n\n| source | variant | claim |";
-  for (const auto& s : data.stacks) o << " " << s.label << " |";
+  // Batch invariance, where some config asked for it, beside each stack's repeatability cell.
+  const bool inv = m.any_invariance;
+  for (const auto& s : data.stacks) o << " " << s.label << " |" << (inv ? " " + s.label + " batch |" : "");
   o << " solution |\n|---|---|---|";
-  for (std::size_t i = 0; i < data.stacks.size(); ++i) o << "---|";
+  for (std::size_t i = 0; i < data.stacks.size(); ++i) o << (inv ? "---|---|" : "---|");
   o << "---|\n";
   for (const auto& row : m.rows) {
     o << "| " << row.source << " | " << row.variant << " | " << format::short_claim(row.claim_determinism, row.claim_source) << " |";
-    for (const auto& c : row.cells) o << " " << (c.broken ? "**" + c.text + "** (claim broken)" : c.text) << " |";
+    for (const auto& c : row.cells) {
+      o << " " << (c.broken ? "**" + c.text + "** (claim broken)" : c.text) << " |";
+      if (inv) o << " " << (c.invariance.empty() ? "-" : c.invariance) << " |";
+    }
     std::string solution;
     if (row.claim_determinism == "nondeterministic") {
       if (row.solution < 0) {
@@ -37,12 +42,42 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
   o << "\nKey: `D` one output digest in every trial of every config; `ND k/N` k distinct digests in N trials "
        "(worst config; \"m of n configs\" when not every config diverged); `E` error; `U` the variant does not support the "
        "config; `-` not run (or skipped) on that stack. Claim: what the variant is expected to be and who says so (design, "
-       "vendor-doc, vendor-api).\n\n";
+       "vendor-doc, vendor-api).";
+  if (inv)
+    o << " Batch (cuDNN's words, over the configs that name batch_invariance): `Supported` repeatable, and every "
+         "sub-batch's rows bit-equal to the full batch's; `Replay only` repeatable, but a sub-batch's rows differ; `Not "
+         "guaranteed` not repeatable; `Unverified` no sub-batch could run; `-` not tested.";
+  o << "\n\n";
   for (const auto& s : m.solutions)
     o << "- [" << s.key << "] **" << s.source << "** (" << s.backend << "): " << s.variant << " (" << s.reason
       << "). Cost: median time of " << s.variant << " over the median of the fastest nondeterministic variant (" << s.against
       << "), geometric mean " << format::num("%.2fx", s.geomean()) << " over " << s.ratios.size()
       << " config-stack pairs, range " << format::num("%.2fx", s.lowest()) << "-" << format::num("%.2fx", s.highest()) << ".\n";
+}
+
+// cuDNN's "Determinism support" view: per library API, stack and dtype, both properties.
+void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
+  if (m.api.rows.empty()) return;
+  o << "\n## By library API, stack and dtype\n\nThe view of cuDNN's \"Determinism support\" page, from evidence: each cell is "
+       "repeatability (`D`, `ND k/N`, ...) then batch invariance where a config asked for it.\n\n| library | API | claim |";
+  std::string rule = "|---|---|---|";
+  for (const auto& s : data.stacks)
+    for (const auto& d : m.api.dtypes) {
+      o << " " << s.label << " " << d << " |";
+      rule += "---|";
+    }
+  o << "\n" << rule << "\n";
+  for (const auto& r : m.api.rows) {
+    o << "| " << r.library << " | " << r.op << (r.math == "default" ? "" : " " + r.math) << " " << r.variant << " | "
+      << (r.claim == "deterministic" ? "D" : r.claim == "nondeterministic" ? "ND" : r.claim) << " |";
+    for (std::size_t s = 0; s < data.stacks.size(); ++s)
+      for (const auto& d : m.api.dtypes) {
+        auto it = r.cells.find({s, d});
+        o << " " << (it == r.cells.end() ? "-" : it->second.repeatability + (it->second.invariance.empty() ? "" : " · " + it->second.invariance))
+          << " |";
+      }
+    o << "\n";
+  }
 }
 
 void cross_implementation(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
@@ -72,6 +107,49 @@ void stack_differences(std::ostringstream& o, const ReportData& data, const Stat
       << data.stack(d.stack_b).label << " | `" << d.digest_a.substr(0, 12) << "` vs `" << d.digest_b.substr(0, 12) << "` |\n";
 }
 
+void batch_invariance(std::ostringstream& o, const ReportData& data) {
+  std::ostringstream t;
+  for (const auto& r : data.results) {
+    if (!r.invariance) continue;
+    std::string subs;
+    for (const auto& s : r.invariance->subs)
+      subs += (subs.empty() ? "" : "; ") + std::to_string(s.size) + " at " + std::to_string(s.offset) + ": " +
+              (s.error.empty() ? (s.differing == 0 ? "equal" : std::to_string(s.differing) + " of " + std::to_string(s.elements) + " differ")
+                               : s.error);
+    const std::string st = r.invariance_status();
+    const auto& c = r.invariance->claim;
+    const std::string claim = !c || c->determinism == Determinism::unknown ? "-"
+                              : (c->determinism == Determinism::deterministic ? "invariant (" : "not invariant (") + to_string(c->source) + ")";
+    const bool broken = r.invariance->claimed_invariant() && st == "Replay only";
+    t << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+      << claim << " | " << (broken ? "**" + st + "** (claim broken)" : st.empty() ? to_string(r.status) : st) << " | "
+      << r.invariance->param << " = " << r.invariance->full << " | " << md_cell(subs) << " |\n";
+  }
+  if (t.str().empty()) return;
+  o << "\n## Batch invariance\n\nEach sub-batch (its size, at the row it starts from) run once and compared bit for bit "
+       "with the same rows of the full batch's first trial.\n\n| op | config | variant | stack | claim | status | full batch | "
+       "sub-batches |\n|---|---|---|---|---|---|---|---|\n"
+    << t.str();
+}
+
+void autotuning(std::ostringstream& o, const ReportData& data) {
+  std::ostringstream t;
+  for (const auto& r : data.results) {
+    if (r.choices.empty()) continue;
+    std::string chose;
+    for (const auto& c : r.choices)
+      chose += (chose.empty() ? "" : ", ") + c.name + " in " + std::to_string(c.trials) + " (" + std::to_string(c.distinct) +
+               (c.distinct == 1 ? " digest)" : " digests)");
+    t << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+      << md_cell(chose) << " | " << r.choice_changes << " | " << r.distinct << " |\n";
+  }
+  if (t.str().empty()) return;
+  o << "\n## Autotuning\n\nWhat an autotuning variant chose afresh in each trial, as a new framework process does: "
+       "how often each choice won, how often the choice changed from one trial to the next, and whether the bits did.\n\n"
+       "| op | config | variant | stack | chose (trials, digests) | changes | distinct digests |\n|---|---|---|---|---|---|---|\n"
+    << t.str();
+}
+
 void cases(std::ostringstream& o, const ReportData& data) {
   o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff |\n"
        "|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -99,8 +177,11 @@ std::string render_markdown(const ReportData& data, const StatusModel& model, bo
     o << "| " << s.label << " | `" << s.id.substr(0, 12) << "` | " << s.runs << " | " << md_cell(format::join(s.hosts, ", "))
       << " | " << md_cell(s.summary()) << " |\n";
   status_table(o, data, model);
+  api_view(o, data, model);
   cross_implementation(o, data, model);
   stack_differences(o, data, model);
+  batch_invariance(o, data);
+  autotuning(o, data);
   cases(o, data);
   o << "\n## Verdict\n\n```\n";
   for (const auto& line : model.verdict.lines()) o << "# " << line << "\n";

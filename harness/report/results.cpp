@@ -34,6 +34,11 @@ std::string StackInfo::summary() const {
 
 bool CaseResult::is_control() const { return config == kCanaryConfig; }
 
+std::string CaseResult::invariance_status() const {
+  if (!invariance || (status != Status::deterministic && status != Status::nondeterministic)) return "";
+  return d9m::invariance_status(status == Status::deterministic, *invariance);
+}
+
 namespace {
 
 // The role of a stored case row. Rows written since schema 3 carry it. Older rows carry none: a
@@ -120,6 +125,9 @@ class Loader {
     std::vector<std::int64_t> times;
     bool any_unsupported = false, any_evidence = false;
     std::string error_detail;  // the latest run's that ended in ERROR
+    std::vector<InvarianceEvidence> invariance;  // per run that recorded some
+    std::map<std::string, std::pair<std::int64_t, std::set<std::string>>> choices;  // trials, digests
+    std::string last_run, last_choice;
   };
 
   void bind_run(sql::Statement& s) const {
@@ -176,7 +184,8 @@ class Loader {
                      " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
                      " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
                          std::string(store_.schema_version() >= 3 ? "cr.role" : "''") + ", " +
-                         std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") +
+                         std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") + ", " +
+                         std::string(store_.schema_version() >= 5 ? "cr.invariance" : "''") +
                          " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
                          " ORDER BY r.started_at, r.id, cr.seq");
     bind_run(s);
@@ -212,13 +221,25 @@ class Loader {
       if (st == Status::unsupported) a.any_unsupported = true;
       if (st == Status::deterministic || st == Status::nondeterministic) a.any_evidence = true;
       if (!s.text(15).empty()) r.detail = s.text(15);
+      if (!s.text(20).empty()) {
+        // The hash chain covers this text, so d9m wrote it; one it cannot read (a store edited
+        // by hand, which verify reports) is left out of the report, not fatal to it.
+        try {
+          a.invariance.push_back(InvarianceEvidence::from_json_text(s.text(20)));
+        } catch (const std::invalid_argument&) {
+        }
+      }
     }
   }
 
   void load_trials() {
     sql::Statement s(db_,
                      "SELECT r.fingerprint_id, t.case_id, t.digest, t.elapsed_ns, t.diff_count, t.diff_max_abs,"
-                     " t.diff_max_ulp, t.diff_first_index FROM trials t JOIN runs r ON r.id = t.run_id" + run_filter_);
+                     " t.diff_max_ulp, t.diff_first_index, t.run_id, " +
+                         std::string(store_.schema_version() >= 5 ? "t.choice" : "''") +
+                         " FROM trials t JOIN runs r ON r.id = t.run_id" + run_filter_ +
+                         // The trials table's own key order: each run's trials of a case in order.
+                         " ORDER BY t.run_id, t.case_id, t.trial");
     bind_run(s);
     while (s.step()) {
       auto it = acc_.find({s.text(1), s.text(0)});
@@ -231,6 +252,15 @@ class Loader {
         DiffStats ds{s.integer(4), s.real(5), s.integer(6), s.integer(7)};
         if (!a.r.worst_diff || ds.max_ulp > a.r.worst_diff->max_ulp) a.r.worst_diff = ds;
       }
+      const std::string choice = s.text(9);
+      if (!choice.empty()) {
+        auto& [n, digests] = a.choices[choice];
+        ++n;
+        digests.insert(s.text(2));
+        if (a.last_run == s.text(8) && a.last_choice != choice) ++a.r.choice_changes;
+      }
+      a.last_run = s.text(8);
+      a.last_choice = choice;
     }
   }
 
@@ -267,6 +297,11 @@ class Loader {
                  a.error_detail + ")";
     else if (r.status == Status::error)
       r.detail = a.error_detail;
+    if (!a.invariance.empty()) r.invariance = combine(a.invariance);
+    for (const auto& [name, v] : a.choices)
+      r.choices.push_back({name, v.first, static_cast<std::int64_t>(v.second.size())});
+    std::stable_sort(r.choices.begin(), r.choices.end(),
+                     [](const CaseResult::Choice& x, const CaseResult::Choice& y) { return x.trials > y.trials; });
     return std::move(r);
   }
 

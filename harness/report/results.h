@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/core/batch_invariance.h"
 #include "harness/store/manifest.h"
 #include "harness/store/store.h"
 #include "kernels/registry.h"
@@ -44,6 +45,20 @@ struct CaseResult {
   std::string digest;                  // most frequent output digest
   std::optional<std::int64_t> median_ns, min_ns;
   std::optional<DiffStats> worst_diff;  // largest ULP distance seen against a run's first trial
+  // Batch invariance: every run's sub-batches together (store schema 5), when the config asked.
+  std::optional<InvarianceEvidence> invariance;
+  // An autotuning variant's choices over all its trials (store schema 5): per choice, the trials
+  // that made it and the distinct digests they gave, most frequent first; and how often a trial
+  // chose otherwise than the trial before it in the same run.
+  struct Choice {
+    std::string name;
+    std::int64_t trials = 0, distinct = 0;
+  };
+  std::vector<Choice> choices;
+  std::int64_t choice_changes = 0;
+
+  // cuDNN's word for the case (batch_invariance.h invariance_status()), or empty without evidence.
+  std::string invariance_status() const;
 
   // Zero divergences in the N - 1 comparisons with the first trial bound the per-trial
   // divergence probability below 1 - 0.05^(1/(N-1)) at 95% confidence.

@@ -114,7 +114,10 @@ std::string Store::canonical_case_run(const std::string& run_id, const std::stri
   // The role joined the row in schema 3. Rows written before have none, and their links must
   // come out as they were written; a role set on such a row, or cleared on a newer one, breaks
   // the link.
-  if (!cr.role.empty()) row.push_back(cr.role);
+  if (!cr.role.empty() || !cr.invariance.empty()) row.push_back(cr.role);
+  // Batch-invariance evidence joined the row in schema 5, after the role (present, if empty, so
+  // that evidence moved into the role column cannot give the same row).
+  if (!cr.invariance.empty()) row.push_back(cr.invariance);
   return json_text(row);
 }
 
@@ -136,7 +139,7 @@ std::string Store::canonical_trial(const std::string& run_id, const std::string&
   // The common row (hex ids and digest, no diff) written directly, byte for byte what the
   // nlohmann dump below gives (a unit test holds the two equal): one row per trial is the
   // store's hot path. Anything else takes the general path.
-  if (!t.diff && plain(run_id) && plain(case_id) && plain(t.digest)) {
+  if (!t.diff && t.choice.empty() && plain(run_id) && plain(case_id) && plain(t.digest)) {
     std::string out;
     out.reserve(32 + run_id.size() + case_id.size() + t.digest.size() + 40);
     out += "[\"trial\",\"";
@@ -158,7 +161,10 @@ std::string Store::canonical_trial(const std::string& run_id, const std::string&
 std::string Store::canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
   nlohmann::json diff = nullptr;
   if (t.diff) diff = {t.diff->count, t.diff->max_abs, t.diff->max_ulp, t.diff->first_index};
-  return json_text(nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff}));
+  auto row = nlohmann::json::array({"trial", run_id, case_id, t.trial, t.digest, t.elapsed_ns, diff});
+  // An autotuning variant's choice joined the row in schema 5; rows without one are as before.
+  if (!t.choice.empty()) row.push_back(t.choice);
+  return json_text(row);
 }
 
 }  // namespace d9m

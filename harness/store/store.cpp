@@ -180,15 +180,15 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     chain.last = chain_link(chain.last, canonical_case_run(run_id, c.id, seq, cr));
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
         .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
         .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).bind(13, seq)
-        .bind(14, chain.last).bind(15, cr.role).run();
+        .bind(14, chain.last).bind(15, cr.role).bind(16, cr.invariance).run();
     sql::Statement ins(db_,
                        "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
-                       " diff_max_ulp, diff_first_index, chain) VALUES (?,?,?,?,?,?,?,?,?,?)");
+                       " diff_max_ulp, diff_first_index, chain, choice) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
     for (const auto& t : trials) {
       chain.last = chain_link(chain.last, canonical_trial(run_id, c.id, t));
       ins.bind(1, run_id).bind(2, c.id).bind(3, t.trial).bind(4, t.digest).bind(5, t.elapsed_ns);
@@ -197,7 +197,7 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
       } else {
         ins.bind_null(6).bind_null(7).bind_null(8).bind_null(9);
       }
-      ins.bind(10, chain.last);
+      ins.bind(10, chain.last).bind(11, t.choice);
       ins.run();
     }
     tx.commit();

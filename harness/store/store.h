@@ -20,13 +20,14 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 4;
+inline constexpr int kStoreSchemaVersion = 5;
 
 struct TrialRecord {
   std::int64_t trial = 0;
   std::string digest;
   std::int64_t elapsed_ns = 0;
   std::optional<DiffStats> diff;  // only when the digest differs from trial 0
+  std::string choice;             // an autotuning variant's choice in this trial (schema 5), or empty
 };
 
 struct CaseRecord {
@@ -47,6 +48,9 @@ struct CaseRunRecord {
   std::int64_t trials = 0, distinct = 0;
   std::optional<std::int64_t> median_ns, min_ns;
   std::string role;  // the variant's role (kernels/registry.h); "" in rows of schema 1-2 stores
+  // Canonical JSON of the batch-invariance evidence (harness/core/batch_invariance.h; schema 5),
+  // or empty when the config asked for none.
+  std::string invariance;
 };
 
 struct RunInfo {

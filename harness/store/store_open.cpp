@@ -97,6 +97,12 @@ void migrate_3_to_4(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = 4");
 }
 
+void migrate_4_to_5(sqlite3* db) {
+  sql::exec(db, "ALTER TABLE case_runs ADD COLUMN invariance TEXT NOT NULL DEFAULT ''");
+  sql::exec(db, "ALTER TABLE trials ADD COLUMN choice TEXT NOT NULL DEFAULT ''");
+  sql::exec(db, "PRAGMA user_version = 5");
+}
+
 // WAL needs shared memory that every process of the store sees coherently; network file systems
 // do not give that (https://www.sqlite.org/wal.html, "WAL does not work over a network
 // filesystem"), so a store there could be silently corrupted. The magic numbers are statfs(2)'s.
@@ -305,6 +311,10 @@ void Store::migrate() {
     }
     if (now >= 1 && now <= 3) {
       migrate_3_to_4(db_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 4) {
+      migrate_4_to_5(db_);
       migrated = true;
     }
     tx.commit();

@@ -1,4 +1,4 @@
--- d9m store, schema version 4 (Store::open migrates versions 1 to 3 forward, after a backup). user_version and application_id are set by the code.
+-- d9m store, schema version 5 (Store::open migrates versions 1 to 4 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -57,6 +57,8 @@ CREATE TABLE case_runs (
   chain             TEXT NOT NULL,     -- SHA-256(previous link || this row), see Store::put_case
   -- schema 3 (added by ALTER TABLE when migrating, hence last and with a default):
   role              TEXT NOT NULL DEFAULT '',  -- the variant's role; '' in rows written before schema 3
+  -- schema 5 (batch invariance; added by ALTER TABLE when migrating):
+  invariance        TEXT NOT NULL DEFAULT '',  -- canonical JSON of the sub-batches' evidence (batch_invariance.h), or ''
   PRIMARY KEY (run_id, case_id)
 );
 CREATE TABLE trials (
@@ -70,6 +72,8 @@ CREATE TABLE trials (
   diff_max_ulp     INTEGER,
   diff_first_index INTEGER,
   chain            TEXT NOT NULL,      -- SHA-256(previous link || this row)
+  -- schema 5 (added by ALTER TABLE when migrating):
+  choice           TEXT NOT NULL DEFAULT '',  -- what an autotuning variant chose in this trial (an algorithm), or ''
   PRIMARY KEY (run_id, case_id, trial),
   FOREIGN KEY (run_id, case_id) REFERENCES case_runs(run_id, case_id)
 ) WITHOUT ROWID;  -- the 100-character key is stored once (no rowid table plus key index)

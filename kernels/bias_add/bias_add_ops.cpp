@@ -34,6 +34,7 @@ D9M_REGISTER_OP(OpDef{
                      op::f32("output", nhwc(p)), geometry(p)};
     },
     .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"n", {0, -1}, 0}; },
 });
 
 D9M_REGISTER_OP(OpDef{

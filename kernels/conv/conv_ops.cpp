@@ -43,6 +43,7 @@ D9M_REGISTER_OP(OpDef{
                      op::f32("output", input_shape(g)), g};
     },
     .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"n", {-1, 0}, 0}; },
 });
 
 D9M_REGISTER_OP(OpDef{

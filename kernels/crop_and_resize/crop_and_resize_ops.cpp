@@ -63,7 +63,9 @@ D9M_REGISTER_OP(OpDef{
       return Problem{{op::f32("image", image_shape(g)), op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
                      op::f32("crops", crops_shape(g)), g};
     },
-    .fill = fill_tensor_boxes_indices});
+    .fill = fill_tensor_boxes_indices,
+    // The boxes are the batch (ROIAlign's region proposals): the image is shared by every box.
+    .batch = [](const Params&) { return BatchAxes{"boxes", {-1, 0, 0}, 0}; }});
 
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_image", .family = "crop_and_resize",
@@ -92,6 +94,7 @@ D9M_REGISTER_OP(OpDef{
       fill::floats(in[1], mode);
       fill_boxes(in[2], g, mode);
       fill::integers(in[3], 0, static_cast<std::int32_t>(g.batch));
-    }});
+    },
+    .batch = [](const Params&) { return BatchAxes{"boxes", {0, -1, 0, 0}, 0}; }});
 
 }  // namespace d9m::crop_and_resize

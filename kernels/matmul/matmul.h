@@ -11,6 +11,13 @@
 // the ordered ones in chunk order, so their bits depend on nothing but the inputs (CPU and CUDA
 // alike: cuda.ordered claims cpu.ordered's bits). A split-K sum is not the serial one's bits:
 // its additions are associated differently.
+//
+// cpu.splitk_by_shape splits K the way library heuristics do: into as many chunks as it takes
+// to give the threads kSplitTasks pieces of work, so a small M gets more chunks than a large one.
+// Its bits depend only on the shape (any thread count gives them), so it is repeatable; but a
+// row's bits depend on M, so it is not batch-invariant (Thinking Machines' split-K culprit).
+// cpu.autotune times cpu.ordered and cpu.splitk_by_shape afresh in each trial and keeps the
+// faster's output, as a framework's autotuner does in every new process.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,11 +27,29 @@
 
 #include "kernels/common/half.h"
 #include "kernels/common/hd.h"
+#include "kernels/registry.h"
 
 namespace d9m::matmul {
 
+// The ordered split-K variants' batch-invariance claim: their chunks follow K alone.
+inline Claim fixed_chunks_are_invariant() {
+  return {Determinism::deterministic, ClaimSource::design, "chunks of 256 k whatever M: a row's sums do not see the batch"};
+}
+
 // K per chunk of the split-K variants. Fixed, never derived from the machine.
 inline constexpr std::int64_t kSplitK = 256;
+// Pieces of work cpu.splitk_by_shape aims at (rows x chunks), and the shortest chunk it cuts.
+inline constexpr std::int64_t kSplitTasks = 256;
+inline constexpr std::int64_t kMinChunk = 32;
+
+// cpu.splitk_by_shape's chunk length for `rows` output rows (all batch elements) and K.
+D9M_HD inline std::int64_t chunk_by_shape(std::int64_t rows, std::int64_t k) {
+  std::int64_t chunks = (kSplitTasks + rows - 1) / rows;
+  const std::int64_t most = (k + kMinChunk - 1) / kMinChunk;
+  if (chunks > most) chunks = most;
+  if (chunks < 1) chunks = 1;
+  return (k + chunks - 1) / chunks;
+}
 
 struct Geometry {
   std::int64_t batch = 1, m = 0, n = 0, k = 0;

@@ -1,6 +1,7 @@
 // CPU variants of the matmul family: the serial reference, and split-K with the chunk sums added
 // by atomics (in the scheduler's order) or in chunk order.
 #include <atomic>
+#include <chrono>
 #include <vector>
 
 #include "kernels/common/float_dispatch.h"
@@ -71,6 +72,47 @@ void split_k(const KernelArgs& a, bool ordered) {
   }
 }
 
+// Split-K with chunks of chunk_by_shape(): each output's chunks in ascending order, then their
+// sums in chunk order. Rows are the threads' tasks; the chunking never depends on them.
+template <class T>
+void split_k_by_shape(const KernelArgs& a) {
+  using A = Acc<T>;
+  const auto& g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const T* y = a.in<T>(1);
+  T* out = a.out<T>();
+  const std::int64_t len = chunk_by_shape(g.batch * g.m, g.k);
+  a.exec.pool->parallel_for(static_cast<std::size_t>(g.batch * g.m), [&](std::size_t row) {
+    const std::int64_t e = static_cast<std::int64_t>(row) / g.m, i = static_cast<std::int64_t>(row) % g.m;
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      A total = 0;
+      for (std::int64_t k0 = 0; k0 < g.k; k0 += len) total = total + partial(g, x, y, e, i, j, k0, std::min(g.k, k0 + len));
+      out[(e * g.m + i) * g.n + j] = narrow<T>(total);
+    }
+  });
+}
+
+// Times both candidates on this trial's inputs, then runs the faster into the output and says
+// which it was: the choice, and with it the bits, follow the machine's timing noise.
+template <class T>
+void autotune(const KernelArgs& a) {
+  using Clock = std::chrono::steady_clock;
+  auto timed = [&](auto&& run) {
+    const auto t0 = Clock::now();
+    run();
+    return Clock::now() - t0;
+  };
+  const auto ordered = timed([&] { split_k<T>(a, true); });
+  const auto by_shape = timed([&] { split_k_by_shape<T>(a); });
+  if (ordered <= by_shape) {
+    split_k<T>(a, true);
+    a.chose("cpu.ordered");
+  } else {
+    split_k_by_shape<T>(a);
+    a.chose("cpu.splitk_by_shape");
+  }
+}
+
 template <class F>
 std::function<void(const KernelArgs&)> typed(F f) {
   return [f](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { f(a, tag); }); };
@@ -87,7 +129,19 @@ std::vector<VariantDef> variants(const std::string& op) {
           {.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
            .claim = op::deterministic("split-K: chunk sums of 256 k kept apart, then added in chunk order"),
            .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
-           .run = typed([](const KernelArgs& a, auto tag) { split_k<decltype(tag)>(a, true); })}};
+           .run = typed([](const KernelArgs& a, auto tag) { split_k<decltype(tag)>(a, true); }),
+           .invariance = fixed_chunks_are_invariant()},
+          {.op = op, .name = "cpu.splitk_by_shape", .backend = Backend::cpu, .role = Role::ordered,
+           .claim = op::deterministic("split-K into as many chunks as fill 256 tasks (fewer rows, more chunks), each added in "
+                                      "order: the bits depend on the shape only, so on M too: not batch-invariant"),
+           .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+           .run = typed([](const KernelArgs& a, auto tag) { split_k_by_shape<decltype(tag)>(a); }),
+           .invariance = Claim{Determinism::nondeterministic, ClaimSource::design, "the chunk count follows M"}},
+          {.op = op, .name = "cpu.autotune", .backend = Backend::cpu, .role = Role::autotune,
+           .claim = op::nondeterministic("times cpu.ordered and cpu.splitk_by_shape afresh each trial and keeps the faster's "
+                                         "output: the bits follow the timing"),
+           .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+           .run = typed([](const KernelArgs& a, auto tag) { autotune<decltype(tag)>(a); })}};
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ std::vector<VariantDef> variants(const std::string& op) {
           {.op = op, .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
            .claim = op::deterministic("split-K: chunk sums of 256 k kept apart, then added in chunk order (bit-equal to cpu.ordered)"),
            .unsupported = [](const Problem& p) { return own_kernels_support(p.math); }, .run = run(false),
-           .bit_equal_to = "cpu.ordered"}};
+           .bit_equal_to = "cpu.ordered", .invariance = fixed_chunks_are_invariant()}};
 }
 
 }  // namespace

@@ -57,7 +57,11 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .math_modes = {"default", "tf32", "fp32-strict"},
     .plan = [](const Params& p) { return plan(p, false); },
-    .fill = fill_floats});
+    .fill = fill_floats,
+    // M is the batch of a linear layer (tokens, or samples): the rows of a, stored transposed
+    // under TN; b is the weight every row shares. (Thinking Machines' test: mm(a[:1], b) against
+    // mm(a, b)[:1].)
+    .batch = [](const Params& p) { return BatchAxes{"m", {p.choice("layout") == "TN" ? 1 : 0, -1}, 0}; }});
 
 D9M_REGISTER_OP(OpDef{
     .name = "matmul_batched", .family = "matmul",
@@ -67,6 +71,7 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .math_modes = {"default", "tf32", "fp32-strict"},
     .plan = [](const Params& p) { return plan(p, true); },
-    .fill = fill_floats});
+    .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"batch", {0, 0}, 0}; }});
 
 }  // namespace d9m::matmul

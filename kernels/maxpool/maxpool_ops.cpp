@@ -48,6 +48,7 @@ D9M_REGISTER_OP(OpDef{
                      op::f32("output", in), g};
     },
     .fill = fill,
+    .batch = [](const Params&) { return BatchAxes{"n", {0, 0, 0}, 0}; },
 });
 
 }  // namespace d9m::maxpool

@@ -39,7 +39,8 @@ OpDef forward_op(std::string name, std::string summary) {
                  const Geometry g = geometry(p);
                  return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
                },
-               .fill = fill_floats};
+               .fill = fill_floats,
+               .batch = [](const Params&) { return BatchAxes{"n", {0}, 0}; }};
 }
 
 }  // namespace
@@ -56,7 +57,8 @@ D9M_REGISTER_OP(OpDef{
       return Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))},
                      op::f32("output", small(g)), g};
     },
-    .fill = fill_floats});
+    .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"n", {0, 0}, 0}; }});
 
 D9M_REGISTER_OP(OpDef{
     .name = "resize_nearest_grad", .family = "resize",
@@ -66,6 +68,7 @@ D9M_REGISTER_OP(OpDef{
       const Geometry g = geometry(p);
       return Problem{{op::f32("grads", large(g))}, op::f32("output", small(g)), g};
     },
-    .fill = fill_floats});
+    .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"n", {0}, 0}; }});
 
 }  // namespace d9m::resize

@@ -99,7 +99,7 @@ for t in tables:
 forged = ["INSERT INTO fingerprints VALUES ('44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', '{}')",
           "INSERT INTO runs SELECT '" + "9" * 32 + "', fingerprint_id, state, started_at, finished_at, host, gpu_uuids, d9m_version, d9m_commit, catalog_digest, trials_per_case, threads, arguments, chain_root, plan_digest, resumes, chain_version FROM runs LIMIT 1",
           "INSERT INTO cases SELECT '" + "f" * 64 + "', op, variant, backend, config, config_id, params, seed, input_digest, output_dtype, output_shape, dtype, math FROM cases LIMIT 1",
-          "INSERT INTO trials SELECT run_id, case_id, 2, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain FROM trials WHERE trial = 1 LIMIT 1",
+          "INSERT INTO trials SELECT run_id, case_id, 2, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice FROM trials WHERE trial = 1 LIMIT 1",
           "INSERT INTO manifest SELECT '" + "f" * 64 + "', link, origin, seq + 1, at, event, run_id, detail FROM manifest ORDER BY seq DESC LIMIT 1",
           "INSERT INTO manifest_origin VALUES ('" + "0" * 32 + "')"]
 for s in forged:

@@ -4,7 +4,7 @@
 # too. After each kill the store must pass SQLite's integrity check and show the run interrupted;
 # `d9m run --resume` with the same arguments must complete that same run (no second run), pass
 # `d9m verify`, and give exactly the cases, trial counts and digests of an uninterrupted run
-# (statuses too, except cpu.atomic's, which race by design).
+# (statuses too, except those of atomic and autotune variants, which race or follow the timing by design).
 # Usage: kill_test.sh path/to/d9m
 set -u
 D9M=$(realpath "$1")
@@ -94,7 +94,7 @@ b = {key(r): r for r in got["results"]}
 assert a.keys() == b.keys(), f"cases differ: {sorted(set(a) ^ set(b))[:5]}"
 for k in a:
     assert b[k]["trials"] == a[k]["trials"], (k, b[k]["trials"], a[k]["trials"])
-    if k[2] != "cpu.atomic":
+    if a[k]["role"] not in ("atomic", "autotune"):  # these race, or follow the timing, by design
         assert (b[k]["status"], b[k]["digest"]) == (a[k]["status"], a[k]["digest"]), (k, b[k]["status"], a[k]["status"])
 # one trial row per trial, no case twice
 dup = db.execute("select count(*) from (select case_id from case_runs group by run_id, case_id having count(*) > 1)").fetchone()[0]

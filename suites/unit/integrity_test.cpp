@@ -210,9 +210,9 @@ TEST_F(IntegrityTest, AForgedRowInEveryTableIsCaught) {
       "INSERT INTO cases SELECT " + forged_id + ", op, 'cpu.forged', backend, config, config_id, params, seed, input_digest,"
           " output_dtype, output_shape, dtype, math FROM cases LIMIT 1; INSERT INTO case_runs SELECT " + a + ", " + forged_id +
           ", status, detail, claim_determinism, claim_source, claim_reason, claim_bit_equal_to, 0, 0, median_ns, min_ns,"
-          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role FROM case_runs WHERE run_id = " + b + " AND seq = 2",
+          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role, invariance FROM case_runs WHERE run_id = " + b + " AND seq = 2",
       "INSERT INTO trials SELECT run_id, case_id, 3, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index,"
-          " chain FROM trials WHERE run_id = " + a + " AND trial = 1 LIMIT 1",
+          " chain, choice FROM trials WHERE run_id = " + a + " AND trial = 1 LIMIT 1",
       "INSERT INTO manifest SELECT " + forged_id + ", link, origin, seq + 1, at, event, run_id, detail FROM manifest"
           " ORDER BY seq DESC LIMIT 1",
       "INSERT INTO manifest_origin VALUES ('00000000000000000000000000000000')",

@@ -309,8 +309,8 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
     RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
     s.begin_run(collect_fingerprint(probe_gpus()), info);
     sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
-                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role"
-                      " FROM case_runs WHERE run_id = '" + r.run_id + "'");
+                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
+                      " invariance FROM case_runs WHERE run_id = '" + r.run_id + "'");
   }  // "dies"
   Store s = Store::open(p, Store::Mode::read_write);
   opt.resume = true;

@@ -238,7 +238,7 @@ TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEv
         "DELETE FROM trials" + where,
         // a forged row after it, copying its content (and chain value) under the next free number
         "INSERT INTO trials SELECT run_id, case_id, (SELECT max(trial) + 1 FROM trials WHERE case_id = '" + cs +
-            "'), digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain FROM trials" + where,
+            "'), digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice FROM trials" + where,
         // swap with the next row of the case (or the previous one for the last), through 999
         [&] {
           const std::string a = std::to_string(trial), b = std::to_string(trial == 3 ? 2 : trial + 1);
