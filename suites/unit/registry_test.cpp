@@ -18,7 +18,7 @@ const std::set<std::string> kDesignOps = {
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
     "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
     // Phase 2 (issue 12): the libraries real workloads call.
-    "matmul", "matmul_batched", "symv"};
+    "matmul", "matmul_batched", "symv", "spmv", "spmm"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
