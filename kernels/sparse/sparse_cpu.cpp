@@ -6,8 +6,8 @@
 //                A^T every column's output is shared by all the rows, so the adds race.
 //   cpu.ordered  one task per block of output rows gathers each output's products in ascending
 //                nonzero index: for A from the row's own range (CSR offsets, or a binary search
-//                of the sorted COO row indices), for A^T from a CSC built once per call in one
-//                stable pass. cpu.serial's bits on any thread count.
+//                of the sorted COO row indices), for A^T from a CSC built once per call by one
+//                thread with a stable counting sort. cpu.serial's bits on any thread count.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -105,7 +105,7 @@ void atomic(const KernelArgs& a) {
 }
 
 // A^T as CSR, that is A as CSC: for each column c its nonzeros' rows and values, in ascending
-// nonzero index. One thread, one counting pass and one stable placement pass. (Rows fit int32, as
+// nonzero index. One thread, a counting pass and a stable placement pass. (Rows fit int32, as
 // the inputs'; the arrays are left uninitialised, every slot being written once.)
 template <class T>
 struct Csc {
@@ -172,8 +172,8 @@ std::vector<VariantDef> variants(const std::string& op) {
                                          "scheduler order (heavy rows, and with A^T every column, span many tasks)"),
            .run = typed([](const KernelArgs& a, auto tag) { atomic<decltype(tag)>(a); })},
           {.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
-           .claim = op::deterministic("one task per output row gathers its products in ascending nonzero index (A^T: "
-                                      "through a CSC built in one stable pass); the bits of cpu.serial"),
+           .claim = op::deterministic("each output row is gathered by one task in ascending nonzero index (A^T: through "
+                                      "a CSC built by one stable counting sort); the bits of cpu.serial"),
            .run = typed([](const KernelArgs& a, auto tag) { ordered<decltype(tag)>(a); }),
            .bit_equal_to = "cpu.serial"}};
 }
