@@ -27,8 +27,8 @@ export D9M_SOURCE_DIR=$PWD
 # A bundle made by ci/gpu-bundle.sh carries the shared libraries the GPU machine lacks.
 [[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# cuDNN and cuBLAS may live outside the loader's path (e.g. inside a Python environment's nvidia
-# wheels). (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
+# cuDNN, cuBLAS and cuSPARSE may live outside the loader's path (e.g. inside a Python
+# environment's nvidia wheels). (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
 find_library_dir() {
   local name=$1 found
   ldconfig -p 2> /dev/null | grep -c "$name" > /dev/null && return 0
@@ -42,6 +42,7 @@ find_library_dir() {
 find_library_dir libcudnn.so.9
 find_library_dir libcublas.so.13
 find_library_dir libcublasLt.so.13
+find_library_dir libcusparse.so.12
 
 if [[ ! -x $build/harness/d9m ]]; then
   say "building d9m with CUDA into $build"

@@ -2,8 +2,8 @@
 # Packs what ci/gpu-audit.sh runs into a small folder that can travel to a machine with a GPU
 # but without this machine's packages (the lent H100/H200 has no apt and no network): the five
 # binaries in the layout gpu-audit.sh expects, plus the shared libraries they need that are not
-# part of the C/C++ runtime, the CUDA driver or cuDNN (those the GPU machine must provide; the
-# CUDA runtime is linked statically).
+# part of the C/C++ runtime, the CUDA driver, cuDNN, cuBLAS or cuSPARSE (those the GPU machine
+# must provide; the CUDA runtime is linked statically).
 #
 #   ci/gpu-bundle.sh BUILD DEST      e.g. ci/gpu-bundle.sh build-cuda build-gpu-bundle
 #   then there:  D9M_BUILD_DIR=DEST ci/gpu-audit.sh "$OUT"
@@ -27,7 +27,7 @@ for b in "${bins[@]}"; do
   strip --strip-debug "$dest/$b"
 done
 # Every resolved dependency except glibc's own libraries, the C++ runtime, and the GPU stack.
-skip='^(libc|libm|libmvec|libdl|librt|libpthread|libresolv|libutil|libanl|libnss_.*|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudnn.*|libcublas.*|libnvidia.*)\.so'
+skip='^(libc|libm|libmvec|libdl|librt|libpthread|libresolv|libutil|libanl|libnss_.*|libstdc\+\+|libgcc_s|ld-linux.*|libcuda|libcudnn.*|libcublas.*|libcusparse.*|libnvidia.*)\.so'
 deps=$(for b in "${bins[@]}"; do ldd "$dest/$b"; done)
 # A dependency the loader cannot find here would be missing there too, silently: stop instead.
 missing=$(awk '$2 == "=>" && $3 == "not" {print $1}' <<< "$deps" | sort -u | grep -Ev "$skip" || true)

@@ -1,7 +1,9 @@
 #include <cublas_api.h>
 #include <cudnn.h>
+#include <cusparse.h>
 #include <dlfcn.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "harness/core/cuda_versions.h"
@@ -15,15 +17,16 @@ std::string cudnn_version_string(std::size_t v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-// cuBLAS's loaded version, read from the library the loader picks (the one the matmul family's
-// cuBLAS variants run, and a framework on this machine would run). The harness library asks by
-// name so that it needs no link to cuBLAS of its own.
-nlohmann::json loaded_cublas() {
-  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+// A library's loaded version, read from the library the loader picks: the cuBLAS the matmul
+// family's variants run and the cuSPARSE the sparse family's run, which a framework on this
+// machine would run too. The harness library asks by name so that it needs no link of its own.
+// Both answer <lib>GetProperty(MAJOR_VERSION = 0, MINOR_VERSION = 1, PATCH_LEVEL = 2) with status 0.
+nlohmann::json loaded_version(std::initializer_list<const char*> sonames, const char* get_property) {
+  for (const char* name : sonames) {
     void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (!h) continue;
     using GetProperty = int (*)(int, int*);
-    auto get = reinterpret_cast<GetProperty>(dlsym(h, "cublasGetProperty"));
+    auto get = reinterpret_cast<GetProperty>(dlsym(h, get_property));
     int major = 0, minor = 0, patch = 0;
     nlohmann::json v = nullptr;
     if (get && get(0, &major) == 0 && get(1, &minor) == 0 && get(2, &patch) == 0)
@@ -32,6 +35,10 @@ nlohmann::json loaded_cublas() {
     return v;
   }
   return nullptr;
+}
+nlohmann::json loaded_cublas() { return loaded_version({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cublasGetProperty"); }
+nlohmann::json loaded_cusparse() {
+  return loaded_version({"libcusparse.so.12", "libcusparse.so.13", "libcusparse.so"}, "cusparseGetProperty");
 }
 }  // namespace
 
@@ -48,6 +55,9 @@ nlohmann::json cuda_library_versions() {
           {"cublas_compiled", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
                                   std::to_string(CUBLAS_VER_PATCH)},
           {"cublas_loaded", loaded_cublas()},
+          {"cusparse_compiled", std::to_string(CUSPARSE_VER_MAJOR) + "." + std::to_string(CUSPARSE_VER_MINOR) + "." +
+                                    std::to_string(CUSPARSE_VER_PATCH)},
+          {"cusparse_loaded", loaded_cusparse()},
           {"architectures", D9M_CUDA_ARCHITECTURES}};
 }
 

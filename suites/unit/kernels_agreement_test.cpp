@@ -143,6 +143,11 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"matmul", {{"m", 9}, {"n", 7}, {"k", 2000}, {"layout", "TN"}}},
     {"matmul_batched", {{"batch", 3}, {"m", 5}, {"n", 6}, {"k", 1000}, {"layout", "NT"}}},
     {"symv", {{"n", 300}}},
+    // Row sums of at most 200 products of integers in [-4, 4]: at most 3200, exact in f32.
+    {"spmv", {{"rows", 300}, {"cols", 200}, {"nnz_per_row", 8}, {"heavy_rows", 3}, {"format", "coo"}}},
+    {"spmv", {{"rows", 300}, {"cols", 200}, {"nnz_per_row", 8}, {"heavy_rows", 3}, {"transpose", true}}},
+    {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}}},
+    {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}, {"format", "coo"}, {"transpose", true}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

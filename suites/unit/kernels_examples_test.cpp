@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/common/counter_rng.h"
+#include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
 namespace d9m {
@@ -119,6 +120,69 @@ TEST(Examples, CropAndResize) {
                       {2, 2, 0, 0, 0, 0, 0, 0, 0});
 }
 
+TEST(Examples, SparseTimesDense) {
+  // A = [[1, 0, 2], [0, 3, 4]] as CSR and as COO; x = [1, 10, 100]; A x = [201, 430].
+  const std::vector<double> cols{0, 2, 1, 2}, vals{1, 2, 3, 4};
+  for (const char* format : {"csr", "coo"}) {
+    const std::vector<double> rows = std::string(format) == "csr" ? std::vector<double>{0, 2, 4} : std::vector<double>{0, 0, 1, 1};
+    auto cc = config("spmv", {{"rows", 2}, {"cols", 3}, {"nnz_per_row", 2}, {"format", format}});
+    expect_all_variants("spmv", cc, inputs_from(cc.problem, {rows, cols, vals, {1, 10, 100}}), {201, 430});
+    // A^T [1, 10] = [1, 30, 2 + 40].
+    cc = config("spmv", {{"rows", 2}, {"cols", 3}, {"nnz_per_row", 2}, {"format", format}, {"transpose", true}});
+    expect_all_variants("spmv", cc, inputs_from(cc.problem, {rows, cols, vals, {1, 10}}), {1, 30, 42});
+    // b = [[1, 2], [10, 20], [100, 200]]: A b = [[201, 402], [430, 860]].
+    cc = config("spmm", {{"rows", 2}, {"cols", 3}, {"nnz_per_row", 2}, {"format", format}, {"n", 2}});
+    expect_all_variants("spmm", cc, inputs_from(cc.problem, {rows, cols, vals, {1, 2, 10, 20, 100, 200}}), {201, 402, 430, 860});
+    // A^T [[1, 2], [10, 20]] = [[1, 2], [30, 60], [42, 84]].
+    cc = config("spmm", {{"rows", 2}, {"cols", 3}, {"nnz_per_row", 2}, {"format", format}, {"n", 2}, {"transpose", true}});
+    expect_all_variants("spmm", cc, inputs_from(cc.problem, {rows, cols, vals, {1, 2, 10, 20}}), {1, 2, 30, 60, 42, 84});
+  }
+}
+
+// The generated matrix: heavy rows where the header says, distinct ascending columns in range,
+// and the same matrix in both formats.
+TEST(Examples, SparseStructure) {
+  const nlohmann::json params = {{"rows", 10}, {"cols", 7}, {"nnz_per_row", 3}, {"heavy_rows", 3}};
+  nlohmann::json coo_params = params;
+  coo_params["format"] = "coo";
+  const auto csr = config("spmv", params), coo = config("spmv", coo_params);
+  ASSERT_EQ(csr.problem.inputs[0].numel(), 11);
+  ASSERT_EQ(csr.problem.inputs[1].numel(), 3 * 7 + 7 * 3);  // rows 0, 3 and 6 are heavy: every column
+  const auto a = make_inputs(*csr.op, csr.problem, 4), b = make_inputs(*coo.op, coo.problem, 4);
+  const auto* offsets = a[0].as<std::int32_t>();
+  const auto* cols = a[1].as<std::int32_t>();
+  const auto* coo_rows = b[0].as<std::int32_t>();
+  EXPECT_EQ(offsets[0], 0);
+  for (std::int64_t r = 0; r < 10; ++r) {
+    EXPECT_EQ(offsets[r + 1] - offsets[r], r == 0 || r == 3 || r == 6 ? 7 : 3) << "row " << r;
+    for (std::int32_t k = offsets[r]; k < offsets[r + 1]; ++k) {
+      EXPECT_EQ(coo_rows[k], r) << k;
+      EXPECT_GE(cols[k], 0);
+      EXPECT_LT(cols[k], 7);
+      if (k > offsets[r]) EXPECT_LT(cols[k - 1], cols[k]) << "row " << r;
+    }
+  }
+  for (std::size_t i = 1; i < a.size(); ++i)
+    EXPECT_EQ(std::memcmp(a[i].data(), b[i].data(), a[i].desc().bytes()), 0) << a[i].desc().name;
+  // Both formats of the default catalogue's pairs give the same bits.
+  const Catalog cat = default_catalog(Registry::global());
+  int pairs = 0;
+  for (const auto& x : cat.configs)
+    for (const auto& y : cat.configs) {
+      if (x.op != y.op || x.op->family != "sparse" || x.dtype != y.dtype || x.seed != y.seed) continue;
+      if (x.problem.geom<sparse::Geometry>().format != sparse::Format::csr || y.problem.geom<sparse::Geometry>().format != sparse::Format::coo) continue;
+      nlohmann::json xp = x.params_json, yp = y.params_json;
+      xp.erase("format");
+      yp.erase("format");
+      if (xp != yp) continue;
+      EXPECT_EQ(test::digest(run_variant(x.op->name, "cpu.serial", x.problem, make_inputs(*x.op, x.problem, x.seed))),
+                test::digest(run_variant(y.op->name, "cpu.serial", y.problem, make_inputs(*y.op, y.problem, y.seed))))
+          << x.name << " and " << y.name;
+      ++pairs;
+    }
+  EXPECT_GE(pairs, 4);
+}
+
 // ---- adjoint identities ------------------------------------------------------------------
 
 double dot(const HostTensor& a, const HostTensor& b) {
@@ -174,6 +238,26 @@ TEST(Adjoint, CropAndResizeGradImageIsTheTransposeOfCropAndResize) {
     expect_close(dot(run_variant("crop_and_resize", "cpu.serial", fwd.problem, f2), gin[0]),
                  dot(f2[0], run_variant("crop_and_resize_grad_image", "cpu.serial", grad.problem, gin)), method);
   }
+}
+
+TEST(Adjoint, SparseTransposeIsTheAdjoint) {
+  // <A x, z> == <x, A^T z> for both formats and both ops, the transposed config reading the
+  // same matrix (same seed, same structure).
+  for (const char* op : {"spmv", "spmm"})
+    for (const char* format : {"csr", "coo"}) {
+      nlohmann::json params = {{"rows", 37}, {"cols", 23}, {"nnz_per_row", 5}, {"heavy_rows", 2}, {"format", format}};
+      if (std::string(op) == "spmm") params["n"] = 3;
+      nlohmann::json tparams = params;
+      tparams["transpose"] = true;
+      const auto fwd = config(op, params), adj = config(op, tparams);
+      auto fin = make_inputs(*fwd.op, fwd.problem, 8);
+      auto ain = make_inputs(*adj.op, adj.problem, 8);
+      ain[3] = random_tensor(adj.problem.inputs[3], 9);
+      const HostTensor z = random_tensor(fwd.problem.output, 9);
+      ASSERT_EQ(ain[3].desc().bytes(), z.desc().bytes());
+      expect_close(dot(run_variant(op, "cpu.serial", fwd.problem, fin), z),
+                   dot(fin[3], run_variant(op, "cpu.serial", adj.problem, ain)), std::string(op) + " " + format);
+    }
 }
 
 // A naive forward convolution, written independently of the kernels, for the adjoint test.

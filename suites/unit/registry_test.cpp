@@ -2,7 +2,11 @@
 // dropped, a catalogue naming what does not exist, and claims that lack a reason.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/core/catalog.h"
 #include "harness/core/files.h"
@@ -18,7 +22,7 @@ const std::set<std::string> kDesignOps = {
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
     "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
     // Phase 2 (issue 12): the libraries real workloads call.
-    "matmul", "matmul_batched", "symv"};
+    "matmul", "matmul_batched", "symv", "spmv", "spmm"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -58,9 +62,31 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
       EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
     EXPECT_EQ(Registry::global().find_variant(op, "cublas.multistream")->claim.determinism, Determinism::nondeterministic);
   }
+  // cuSPARSE: one variant per algorithm of cusparseSpMV and cusparseSpMM; the documented
+  // deterministic paths claim it (from the docs), every other algorithm does not.
+  const std::map<std::string, std::vector<std::pair<std::string, bool>>> cusparse = {
+      {"spmv", {{"spmv_default", false}, {"spmv_csr_alg1", false}, {"spmv_csr_alg2", true}, {"spmv_coo_alg1", false},
+                {"spmv_coo_alg2", true}}},
+      {"spmm", {{"spmm_default", false}, {"spmm_csr_alg1", false}, {"spmm_csr_alg2", false}, {"spmm_csr_alg3", true},
+                {"spmm_coo_alg1", false}, {"spmm_coo_alg2", true}, {"spmm_coo_alg3", false}, {"spmm_coo_alg4", false}}}};
+  for (const auto& [op, algorithms] : cusparse) {
+    std::size_t registered = 0;
+    for (const auto* v : Registry::global().variants_of(op)) registered += v->name.rfind("cusparse.", 0) == 0;
+    EXPECT_EQ(registered, algorithms.size()) << op;
+    for (const auto& [alg, deterministic] : algorithms) {
+      const VariantDef* v = Registry::global().find_variant(op, "cusparse." + alg);
+      ASSERT_NE(v, nullptr) << op << "/" << alg;
+      EXPECT_EQ(v->role, Role::vendor) << alg;
+      EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc) << alg;
+      EXPECT_EQ(v->claim.determinism, deterministic ? Determinism::deterministic : Determinism::nondeterministic) << alg;
+      EXPECT_TRUE(v->prepare) << alg;
+    }
+  }
   // The ops the GPU issue requires to claim cross-implementation equality.
   for (const char* op : {"bias_add_grad", "scatter_add", "unsorted_segment_sum", "resize_bilinear_grad", "maxpool2d_bwd"})
     EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.ordered") << op;
+  for (const char* op : {"spmv", "spmm"})
+    EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.serial") << op;
 }
 #endif
 
