@@ -1,5 +1,6 @@
-// cuDNN helpers: checked calls that name the call and the place, RAII handle and descriptors,
-// and a layout transpose (deterministic: each output element is written once).
+// cuDNN helpers: checked calls that name the call and the place, RAII handle and descriptors
+// (legacy and backend), the status categories that make a case UNSUPPORTED, and a layout
+// transpose (deterministic: each output element is written once).
 #pragma once
 #include <cudnn.h>
 
@@ -18,8 +19,28 @@ struct Error : std::runtime_error {
   cudnnStatus_t status;
 };
 
+// The status's name, and cuDNN's own message for the calling thread's last failure where it
+// kept one (cuDNN 9: it names the unsupported feature, the reason an UNSUPPORTED case gives).
+inline std::string status_text(cudnnStatus_t s) {
+  std::string text = cudnnGetErrorString(s);
+  char detail[512] = {};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  if (detail[0]) text += std::string(" (") + detail + ")";
+  return text;
+}
+
 [[noreturn]] inline void fail(cudnnStatus_t s, const char* call, const char* file, int line) {
-  throw Error(s, std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cudnnGetErrorString(s));
+  throw Error(s, std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + status_text(s));
+}
+
+// cuDNN 9 statuses come in categories: every CUDNN_STATUS_NOT_SUPPORTED_* (shape, layout,
+// padding, architecture, ...) says that this call cannot run this config.
+inline bool not_supported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
+
+// A call that reports "not supported" is a status of the case (UNSUPPORTED), not an error.
+inline void run_checked(cudnnStatus_t s, const char* call, const char* file, int line) {
+  if (not_supported(s)) throw Unsupported(std::string("cuDNN: ") + call + ": " + status_text(s));
+  if (s != CUDNN_STATUS_SUCCESS) fail(s, call, file, line);
 }
 
 }  // namespace d9m::cudnn
@@ -30,6 +51,9 @@ struct Error : std::runtime_error {
     if (d9m_cudnn_status_ != CUDNN_STATUS_SUCCESS)                             \
       ::d9m::cudnn::fail(d9m_cudnn_status_, #call, __FILE__, __LINE__);        \
   } while (0)
+
+// The same, except that a "not supported" status throws Unsupported (the case is UNSUPPORTED).
+#define D9M_CUDNN_SUPPORTED(call) ::d9m::cudnn::run_checked((call), #call, __FILE__, __LINE__)
 
 namespace d9m::cudnn {
 
@@ -63,14 +87,52 @@ using FilterDesc = Owned<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, c
 using ConvDesc = Owned<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Owned<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
 
-// out = in with its 4 axes permuted: out axis j is in axis perm[j]. dims are in's extents.
-__global__ void permute4_kernel(const float* in, float* out, long long d0, long long d1, long long d2, long long d3,
-                                int p0, int p1, int p2, int p3);
+// A descriptor of the backend (graph) API, created empty of its type; destroy never throws.
+class BackendDesc {
+ public:
+  explicit BackendDesc(cudnnBackendDescriptorType_t type) { D9M_CUDNN_CHECK(cudnnBackendCreateDescriptor(type, &d_)); }
+  ~BackendDesc() { if (d_) cudnnBackendDestroyDescriptor(d_); }
+  BackendDesc(const BackendDesc&) = delete;
+  BackendDesc& operator=(const BackendDesc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  // Address of the handle, for attributes that take descriptors (CUDNN_TYPE_BACKEND_DESCRIPTOR).
+  const cudnnBackendDescriptor_t* ptr() const { return &d_; }
 
-inline void permute4(cudaStream_t s, const float* in, float* out, const std::int64_t (&dims)[4], const int (&perm)[4]) {
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// cuDNN's element type of a float dtype.
+inline cudnnDataType_t data_type(DType t) {
+  switch (t) {
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    case DType::f64: return CUDNN_DATA_DOUBLE;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+// out = in with its 4 axes permuted: out axis j is in axis perm[j]. dims are in's extents. T is
+// moved as bits (float, or the 16-bit storage types).
+template <class T>
+__global__ void permute4_kernel(const T* in, T* out, long long d0, long long d1, long long d2, long long d3, int p0, int p1,
+                                int p2, int p3) {
+  const long long n = d0 * d1 * d2 * d3;
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const long long dims[4] = {d0, d1, d2, d3};
+  const long long idx[4] = {i / (d1 * d2 * d3), (i / (d2 * d3)) % d1, (i / d3) % d2, i % d3};
+  const int perm[4] = {p0, p1, p2, p3};
+  long long o = 0;
+  for (int j = 0; j < 4; ++j) o = o * dims[perm[j]] + idx[perm[j]];
+  out[o] = in[i];
+}
+
+template <class T>
+void permute4(cudaStream_t s, const T* in, T* out, const std::int64_t (&dims)[4], const int (&perm)[4]) {
   const std::size_t n = static_cast<std::size_t>(dims[0] * dims[1] * dims[2] * dims[3]);
   if (n == 0) return;
-  permute4_kernel<<<blocks_for(n), 256, 0, s>>>(in, out, dims[0], dims[1], dims[2], dims[3], perm[0], perm[1], perm[2], perm[3]);
+  permute4_kernel<T><<<blocks_for(n), 256, 0, s>>>(in, out, dims[0], dims[1], dims[2], dims[3], perm[0], perm[1], perm[2], perm[3]);
   D9M_CUDA_CHECK_LAUNCH();
 }
 

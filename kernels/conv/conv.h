@@ -1,20 +1,36 @@
 // conv family, TensorFlow semantics: NHWC activations, HWIO filters, strides, dilations,
 // VALID/SAME padding (kernels/common/window.h).
+//   conv2d            = Conv2D(input[N,H,W,CI], filter[KH,KW,CI,CO]) -> output[N,OH,OW,CO]
 //   conv2d_bwd_data   = Conv2DBackpropInput(input_sizes, filter[KH,KW,CI,CO], out_backprop[N,OH,OW,CO])
 //                       -> output[N,H,W,CI]
 //   conv2d_bwd_filter = Conv2DBackpropFilter(input[N,H,W,CI], filter_sizes, out_backprop)
 //                       -> output[KH,KW,CI,CO]
-// Both are written in scatter form over the forward conv's output positions (n, oh, ow):
+// with ih = oh*stride_h - pad_top + kh*dilation_h (and likewise iw); taps outside the input are
+// the zero padding.
+//
+// conv2d is written in gather form, at f32, f16 and bf16: each output is
+//   y[n, oh, ow, co] = sum over kh, kw (input position in range), ci of x[n, ih, iw, ci] * w[kh, kw, ci, co]
+// accumulated in float from 0 in the reference order kh, kw, ci ascending (one running sum), and
+// rounded once to the dtype. The split variants cut that sum into parts, one per filter tap and
+// chunk of kChannelChunk input channels, each summed in ascending ci from 0, and add the parts.
+// A config's `math` (default, tf32, fp32-strict) is cuDNN's math type; d9m's own kernels compute
+// in plain float and are UNSUPPORTED under any but "default" (the serial reference still runs).
+//
+// Both backprops are written in scatter form over the forward conv's output positions (n, oh, ow):
 //   for kh, kw (input position in range), ci, co:
 //     bwd_data:   dx[n, ih, iw, ci]   += dy[n, oh, ow, co] * w[kh, kw, ci, co]
 //     bwd_filter: dw[kh, kw, ci, co]  += x[n, ih, iw, ci]  * dy[n, oh, ow, co]
-// with ih = oh*stride_h - pad_top + kh*dilation_h (and likewise iw). Products are rounded
-// before they are added (no fma): the build turns contraction off.
+// Products are rounded before they are added (no fma): the build turns contraction off.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
+#include "kernels/common/tensor.h"
 #include "kernels/common/window.h"
 
 namespace d9m::conv {
@@ -123,5 +139,92 @@ struct BwdFilterTaps {
 };
 
 inline std::size_t positions(const Geometry& g) { return static_cast<std::size_t>(g.n * g.y.out * g.x.out); }
+
+// Padding after the input in one dimension: TensorFlow's SAME puts an odd extra row or column
+// there, so it can exceed pad_before by one (cuDNN's legacy API pads both sides equally).
+inline std::int64_t pad_after(const Window1d& w) {
+  const std::int64_t total = (w.out - 1) * w.stride + (w.k - 1) * w.dilation + 1 - w.in;
+  return (total > 0 ? total : 0) - w.pad_before;
+}
+
+// ---- conv2d (forward) ---------------------------------------------------------------------
+
+// Input channels per part of the split variants. Fixed, never derived from the machine.
+inline constexpr std::int64_t kChannelChunk = 8;
+
+inline std::int64_t forward_outputs(const Geometry& g) { return g.n * g.y.out * g.x.out * g.co; }
+D9M_HD inline std::int64_t channel_chunks(const Geometry& g) { return (g.ci + kChannelChunk - 1) / kChannelChunk; }
+// Parts of one output: every filter tap (in range or not: a tap in the padding adds nothing)
+// times every channel chunk.
+D9M_HD inline std::int64_t parts_per_output(const Geometry& g) { return g.y.k * g.x.k * channel_chunks(g); }
+
+// Storage type <-> the float accumulator (f32, f16 and bf16 all accumulate in float).
+D9M_HD inline float widen(float v) { return v; }
+D9M_HD inline float widen(Half v) { return to_float(v); }
+D9M_HD inline float widen(BFloat16 v) { return to_float(v); }
+
+// Calls f with a value of the storage type of conv2d's dtype (float, Half or BFloat16).
+template <class F>
+decltype(auto) with_forward_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::f16: return f(Half{});
+    case DType::bf16: return f(BFloat16{});
+    default: break;
+  }
+  // The registry refuses configs naming a dtype the op does not list.
+  throw std::logic_error("conv2d has no variant at this dtype");
+}
+
+// Forward output o (flat NHWC index, co fastest): its position and output channel.
+struct ForwardOutput {
+  Position at;
+  std::int64_t co;
+};
+D9M_HD inline ForwardOutput forward_output_of(const Geometry& g, std::int64_t o) {
+  return {position_of(g, static_cast<std::size_t>(o / g.co)), o % g.co};
+}
+
+// sum over ci in [ci0, ci1) of x[n, ih, iw, ci] * w[kh, kw, ci, co], added onto acc in ascending ci.
+template <class T>
+D9M_HD inline float add_channels(const Geometry& g, const T* x, const T* w, const ForwardOutput& out, std::int64_t ih,
+                                 std::int64_t iw, std::int64_t kh, std::int64_t kw, std::int64_t ci0, std::int64_t ci1,
+                                 float acc) {
+  const T* x_pixel = x + ((out.at.n * g.y.in + ih) * g.x.in + iw) * g.ci;
+  const T* w_column = w + (kh * g.x.k + kw) * g.ci * g.co + out.co;
+  for (std::int64_t ci = ci0; ci < ci1; ++ci) acc = acc + widen(x_pixel[ci]) * widen(w_column[ci * g.co]);
+  return acc;
+}
+
+// The reference sum of output o: one running float sum over kh, kw, ci ascending.
+template <class T>
+D9M_HD inline float forward_sum(const Geometry& g, const T* x, const T* w, std::int64_t o) {
+  const ForwardOutput out = forward_output_of(g, o);
+  float acc = 0;
+  taps(g, out.at.oh, out.at.ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
+    acc = add_channels(g, x, w, out, ih, iw, kh, kw, 0, g.ci, acc);
+  });
+  return acc;
+}
+
+// Part `part` of output o (tap = part / chunks, chunk = part % chunks): its channels' sum from 0,
+// or 0 for a tap in the padding.
+template <class T>
+D9M_HD inline float forward_part(const Geometry& g, const T* x, const T* w, std::int64_t o, std::int64_t part) {
+  const ForwardOutput out = forward_output_of(g, o);
+  const std::int64_t tap = part / channel_chunks(g), chunk = part % channel_chunks(g);
+  const std::int64_t kh = tap / g.x.k, kw = tap % g.x.k;
+  const std::int64_t ih = out.at.oh * g.y.stride - g.y.pad_before + kh * g.y.dilation;
+  const std::int64_t iw = out.at.ow * g.x.stride - g.x.pad_before + kw * g.x.dilation;
+  if (ih < 0 || ih >= g.y.in || iw < 0 || iw >= g.x.in) return 0;
+  const std::int64_t ci0 = chunk * kChannelChunk, ci1 = ci0 + kChannelChunk < g.ci ? ci0 + kChannelChunk : g.ci;
+  return add_channels(g, x, w, out, ih, iw, kh, kw, ci0, ci1, 0.0f);
+}
+
+// d9m's own kernels compute in plain float: a cuDNN math mode is the library's setting.
+inline std::optional<std::string> own_kernels_support(const std::string& math) {
+  if (math == "default") return std::nullopt;
+  return "d9m's own kernels have no math mode \"" + math + "\" (cuDNN's setting)";
+}
 
 }  // namespace d9m::conv

@@ -1,8 +1,18 @@
-// CPU variants of the conv backprops. Source = one forward output position (n, oh, ow).
+// CPU variants of the conv family. The backprops are in scatter form (source = one forward output
+// position (n, oh, ow)); conv2d gathers:
+//   cpu.serial   one thread, each output's reference sum (conv.h) in turn
+//   cpu.ordered  outputs in fixed blocks on all threads, each with the reference sum: serial's bits
+//   cpu.atomic   tasks of (block of outputs, part), parts of one block on neighbouring tasks, so
+//                several threads add into the same outputs at once (walking the block in opposite
+//                directions): each part's sum goes into a float accumulator with an atomic add, in
+//                the order the threads get there
+#include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "kernels/common/accumulate.h"
 #include "kernels/common/op_helpers.h"
+#include "kernels/common/parallel.h"
 #include "kernels/conv/conv.h"
 
 namespace d9m::conv {
@@ -17,7 +27,63 @@ void run(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
   accumulate::apply(order, a, positions(a.problem.geom<Geometry>()), taps_of(a));
 }
 
+// Outputs per task of cpu.ordered and cpu.atomic.
+constexpr std::int64_t kOutputsPerTask = 64;
+
+template <class T>
+void forward_serial(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  T* out = a.out<T>();
+  for (std::int64_t o = 0; o < forward_outputs(g); ++o) out[o] = from_float<T>(forward_sum(g, a.in<T>(0), a.in<T>(1), o));
+}
+
+template <class T>
+void forward_ordered(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  T* out = a.out<T>();
+  parallel_blocks(*a.exec.pool, static_cast<std::size_t>(forward_outputs(g)), kOutputsPerTask, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t o = begin; o < end; ++o) out[o] = from_float<T>(forward_sum(g, a.in<T>(0), a.in<T>(1), static_cast<std::int64_t>(o)));
+  });
+}
+
+template <class T>
+void forward_atomic(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const std::int64_t outputs = forward_outputs(g), parts = parts_per_output(g);
+  const std::int64_t blocks = (outputs + kOutputsPerTask - 1) / kOutputsPerTask;
+  std::vector<float> acc(static_cast<std::size_t>(outputs), 0.0f);
+  // Task = block * parts + part: the threads that claim neighbouring tasks work on one block.
+  a.exec.pool->parallel_for(static_cast<std::size_t>(blocks * parts), [&](std::size_t task) {
+    const std::int64_t block = static_cast<std::int64_t>(task) / parts, part = static_cast<std::int64_t>(task) % parts;
+    const std::int64_t begin = block * kOutputsPerTask, end = std::min(outputs, begin + kOutputsPerTask);
+    // Even parts walk the block forwards, odd parts backwards: two threads on neighbouring parts
+    // meet inside the block, and where they cross depends on their relative speed.
+    for (std::int64_t i = 0; i < end - begin; ++i) {
+      const std::int64_t o = part % 2 == 0 ? begin + i : end - 1 - i;
+      std::atomic_ref<float>(acc[static_cast<std::size_t>(o)]).fetch_add(forward_part(g, a.in<T>(0), a.in<T>(1), o, part),
+                                                                         std::memory_order_relaxed);
+    }
+  });
+  T* out = a.out<T>();
+  for (std::int64_t o = 0; o < outputs; ++o) out[o] = from_float<T>(acc[static_cast<std::size_t>(o)]);
+}
+
 }  // namespace
+
+D9M_REGISTER_VARIANTS({
+    {.op = "conv2d", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+     .claim = op::deterministic("one thread sums each output over kh, kw, ci in turn"),
+     .run = [](const KernelArgs& a) { with_forward_type(a.problem.dtype, [&](auto t) { forward_serial<decltype(t)>(a); }); }},
+    {.op = "conv2d", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered, .claim = op::per_output_claim(),
+     .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+     .run = [](const KernelArgs& a) { with_forward_type(a.problem.dtype, [&](auto t) { forward_ordered<decltype(t)>(a); }); },
+     .bit_equal_to = "cpu.serial"},
+    {.op = "conv2d", .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
+     .claim = op::nondeterministic("split over filter taps and chunks of 8 input channels: each part's sum added with float "
+                                   "atomic adds from worker threads in scheduler order"),
+     .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+     .run = [](const KernelArgs& a) { with_forward_type(a.problem.dtype, [&](auto t) { forward_atomic<decltype(t)>(a); }); }},
+});
 
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_data_taps); }));

@@ -1,4 +1,4 @@
-// cuDNN variants of the conv backprops: one variant per algorithm of the legacy API
+// cuDNN variants of the conv backprops (conv2d's are in conv_cudnn_forward.cu): one variant per algorithm of the legacy API
 // (cudnn.algo0 ... from cudnnConvolutionBwdDataAlgo_t / cudnnConvolutionBwdFilterAlgo_t). The
 // static claim is cuDNN's documentation; at run time prepare() records cuDNN's own claim for the
 // config (the determinism field of the algorithm-performance struct) and turns an algorithm that
@@ -53,25 +53,16 @@ void supported_or_throw(const Perf* perf, int returned, int algo) {
   throw Unsupported("cuDNN does not list this algorithm for the config");
 }
 
-// A call that reports NOT_SUPPORTED at run time is a status, not an error.
-void run_checked(cudnnStatus_t s, const char* call) {
-  if (s == CUDNN_STATUS_NOT_SUPPORTED) throw Unsupported(std::string("cuDNN: ") + call + ": " + cudnnGetErrorString(s));
-  if (s != CUDNN_STATUS_SUCCESS) cudnn::fail(s, call, __FILE__, __LINE__);
-}
-
 float* device_alloc(std::size_t elements) {
   void* p = nullptr;
   D9M_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(elements, 1) * sizeof(float)));
   return static_cast<float*>(p);
 }
 
-std::string status_text(cudnnStatus_t s) { return cudnnGetErrorString(s); }
-
 Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& exec) {
   const auto& g = p.geom<Geometry>();
-  // cuDNN pads symmetrically; TensorFlow's SAME padding puts an odd extra row or column after.
-  const auto pad_total = [](const Window1d& w) { return (w.out - 1) * w.stride + (w.k - 1) * w.dilation + 1 - w.in; };
-  if ((pad_total(g.y) > 0 && pad_total(g.y) != 2 * g.y.pad_before) || (pad_total(g.x) > 0 && pad_total(g.x) != 2 * g.x.pad_before))
+  // cuDNN's legacy API pads symmetrically; TensorFlow's SAME padding puts an odd extra row or column after.
+  if (pad_after(g.y) != g.y.pad_before || pad_after(g.x) != g.x.pad_before)
     throw Unsupported("asymmetric SAME padding: cuDNN pads both sides equally");
   auto st = std::make_shared<State>();
   st->algo = algo;
@@ -102,7 +93,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
     const cudnnStatus_t s = cudnnGetConvolutionBackwardDataWorkspaceSize(
         st->handle.get(), st->w_desc.get(), st->dy_desc.get(), st->conv.get(), st->x_desc.get(),
         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &st->workspace_bytes);
-    if (s != CUDNN_STATUS_SUCCESS) throw Unsupported("cuDNN: " + status_text(s));
+    if (s != CUDNN_STATUS_SUCCESS) throw Unsupported("cuDNN: " + cudnn::status_text(s));
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int returned = 0;
@@ -116,7 +107,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
     const cudnnStatus_t s = cudnnGetConvolutionBackwardFilterWorkspaceSize(
         st->handle.get(), st->x_desc.get(), st->dy_desc.get(), st->conv.get(), st->w_desc.get(),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &st->workspace_bytes);
-    if (s != CUDNN_STATUS_SUCCESS) throw Unsupported("cuDNN: " + status_text(s));
+    if (s != CUDNN_STATUS_SUCCESS) throw Unsupported("cuDNN: " + cudnn::status_text(s));
   }
   if (st->workspace_bytes) D9M_CUDA_CHECK(cudaMalloc(&st->workspace, st->workspace_bytes));
   st->x_nchw = device_alloc(static_cast<std::size_t>(g.n * g.ci * g.y.in * g.x.in));
@@ -137,17 +128,17 @@ void run(Direction dir, const KernelArgs& a) {
     const std::int64_t w_dims[4] = {g.y.k, g.x.k, g.ci, g.co};
     cudnn::permute4(s, a.in<float>(0), st.w_kcrs, w_dims, {3, 2, 0, 1});    // HWIO -> KCRS
     cudnn::permute4(s, a.in<float>(1), st.dy_nchw, dy_dims, {0, 3, 1, 2});  // NHWC -> NCHW
-    run_checked(cudnnConvolutionBackwardData(st.handle.get(), &alpha, st.w_desc.get(), st.w_kcrs, st.dy_desc.get(), st.dy_nchw,
-                                                 st.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(st.algo), st.workspace,
-                                                 st.workspace_bytes, &beta, st.x_desc.get(), st.x_nchw), "cudnnConvolutionBackwardData");
+    D9M_CUDNN_SUPPORTED(cudnnConvolutionBackwardData(st.handle.get(), &alpha, st.w_desc.get(), st.w_kcrs, st.dy_desc.get(), st.dy_nchw,
+                                                     st.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(st.algo), st.workspace,
+                                                     st.workspace_bytes, &beta, st.x_desc.get(), st.x_nchw));
     const std::int64_t dx_dims[4] = {g.n, g.ci, g.y.in, g.x.in};
     cudnn::permute4(s, st.x_nchw, a.out<float>(), dx_dims, {0, 2, 3, 1});   // NCHW -> NHWC
   } else {
     cudnn::permute4(s, a.in<float>(0), st.x_nchw, x_dims, {0, 3, 1, 2});
     cudnn::permute4(s, a.in<float>(1), st.dy_nchw, dy_dims, {0, 3, 1, 2});
-    run_checked(cudnnConvolutionBackwardFilter(st.handle.get(), &alpha, st.x_desc.get(), st.x_nchw, st.dy_desc.get(), st.dy_nchw,
-                                                   st.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(st.algo), st.workspace,
-                                                   st.workspace_bytes, &beta, st.w_desc.get(), st.w_kcrs), "cudnnConvolutionBackwardFilter");
+    D9M_CUDNN_SUPPORTED(cudnnConvolutionBackwardFilter(st.handle.get(), &alpha, st.x_desc.get(), st.x_nchw, st.dy_desc.get(), st.dy_nchw,
+                                                       st.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(st.algo), st.workspace,
+                                                       st.workspace_bytes, &beta, st.w_desc.get(), st.w_kcrs));
     const std::int64_t dw_dims[4] = {g.co, g.ci, g.y.k, g.x.k};
     cudnn::permute4(s, st.w_kcrs, a.out<float>(), dw_dims, {2, 3, 1, 0});   // KCRS -> HWIO
   }

@@ -27,9 +27,27 @@ void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
 
 Shape input_shape(const Geometry& g) { return {g.n, g.y.in, g.x.in, g.ci}; }
 Shape filter_shape(const Geometry& g) { return {g.y.k, g.x.k, g.ci, g.co}; }
-Shape dy_shape(const Geometry& g) { return {g.n, g.y.out, g.x.out, g.co}; }
+Shape dy_shape(const Geometry& g) { return {g.n, g.y.out, g.x.out, g.co}; }  // also conv2d's output
 
 }  // namespace
+
+D9M_REGISTER_OP(OpDef{
+    .name = "conv2d",
+    .family = "conv",
+    .summary = "Conv2D: 2-D convolution (cross-correlation) of an NHWC input with an HWIO filter",
+    .params = conv_params(),
+    .tolerance = 1e-4,
+    .dtypes = {DType::f32, DType::f16, DType::bf16},
+    // cuDNN's math types: CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH.
+    .math_modes = {"default", "tf32", "fp32-strict"},
+    .plan = [](const Params& p) {
+      const Geometry g = geometry(p);
+      op::checked_product({g.n, g.y.out, g.x.out, g.co, parts_per_output(g)}, "co");  // the split variants' threads
+      return Problem{{op::f32("input", input_shape(g)), op::f32("filter", filter_shape(g))}, op::f32("output", dy_shape(g)), g};
+    },
+    .fill = fill_floats,
+    .batch = [](const Params&) { return BatchAxes{"n", {0, -1}, 0}; },
+});
 
 D9M_REGISTER_OP(OpDef{
     .name = "conv2d_bwd_data",

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <regex>
 #include <set>
+#include <tuple>
 
 #include "harness/core/catalog.h"
 #include "harness/core/digest.h"
@@ -12,6 +15,8 @@
 #include "harness/core/gpu_digest.h"
 #include "harness/core/inputs.h"
 #include "kernels/common/counter_rng.h"
+#include "kernels/conv/conv.h"
+#include "kernels/conv/conv_cudnn.h"
 #include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
@@ -161,6 +166,15 @@ CaseOutcome run_case(const VariantDef& v, const Problem& p, const std::vector<Ho
   return ex->run(v, p, in, trials, true, nullptr);
 }
 
+// How far a CUDA variant may be from the serial reference, relative to 1 + max|reference|.
+double tolerance(const OpDef& op, const Problem& p, const VariantDef& v) {
+  if (v.name.rfind("cudnn.", 0) != 0) return std::max(tolerance_for(op, p.dtype, p.math), 1e-5);
+  // cuDNN's FFT and Winograd algorithms round differently from direct summation; and conv2d's
+  // math mode "default" is CUDNN_DEFAULT_MATH, which permits TF32 tensor cores for f32.
+  const std::string math = op.name == "conv2d" && p.math == "default" ? "tf32" : p.math;
+  return std::max(tolerance_for(op, p.dtype, math), 1e-3);
+}
+
 TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementationClaims) {
   D9M_REQUIRE_GPU();
   const Catalog cat = default_catalog(Registry::global());
@@ -183,8 +197,7 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
         ADD_FAILURE() << what << ": " << e.what();
         continue;
       }
-      // cuDNN's FFT and Winograd algorithms round differently from direct summation.
-      const double tol = (v->name.rfind("cudnn.", 0) == 0 ? 1e-3 : std::max(tolerance_for(*cc.op, cc.problem.dtype, cc.problem.math), 1e-5)) * (1 + max_ref);
+      const double tol = tolerance(*cc.op, cc.problem, *v) * (1 + max_ref);
       const auto o = test::values(*out.first_output);
       double worst = 0;
       for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - r[i]));
@@ -309,6 +322,192 @@ TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
         EXPECT_EQ(run_case(*v, cc.problem, inputs, 2).trials[1].digest, ref) << cc.op->name << "/" << cc.name << "/" << v->name;
       } catch (const Unsupported&) {
       }
+    }
+  }
+}
+
+// ---- conv2d's cuDNN variants ---------------------------------------------------------------
+
+// A variant prepared once on device copies of the inputs, then run trial by trial with
+// KernelArgs::choice set, as the CUDA executor runs it.
+class PreparedOnDevice {
+ public:
+  PreparedOnDevice(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& in) : v_(v), p_(p) {
+    D9M_CUDA_CHECK(cudaStreamCreate(&stream_));
+    for (const auto& t : in) inputs_.push_back(std::make_unique<DeviceCopy>(t.data(), t.desc().bytes()));
+    const std::vector<unsigned char> zeros(p.output.bytes());
+    output_ = std::make_unique<DeviceCopy>(zeros.data(), zeros.size());
+    exec_.stream = stream_;
+    prepared_ = v.prepare(p, exec_);  // may throw Unsupported
+  }
+  ~PreparedOnDevice() {
+    prepared_ = {};
+    cudaStreamDestroy(stream_);
+  }
+  const std::optional<Claim>& claim() const { return prepared_.claim; }
+
+  // One trial: the output (copied to the host) and what the variant said it chose.
+  std::pair<HostTensor, std::string> trial() {
+    KernelArgs args{p_, {}, output_->p, exec_, prepared_.state.get()};
+    for (const auto& d : inputs_) args.inputs.push_back(d->p);
+    std::string choice;
+    args.choice = &choice;
+    D9M_CUDA_CHECK(cudaMemsetAsync(output_->p, 0xA5, p_.output.bytes(), stream_));  // the whole output must be written
+    v_.run(args);
+    HostTensor out(p_.output);
+    D9M_CUDA_CHECK(cudaMemcpyAsync(out.data(), output_->p, p_.output.bytes(), cudaMemcpyDeviceToHost, stream_));
+    D9M_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return {std::move(out), std::move(choice)};
+  }
+
+ private:
+  const VariantDef& v_;
+  const Problem& p_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<std::unique_ptr<DeviceCopy>> inputs_;
+  std::unique_ptr<DeviceCopy> output_;
+  ExecContext exec_;
+  Prepared prepared_;
+};
+
+double worst_difference(const HostTensor& a, const std::vector<double>& ref) {
+  const auto got = test::values(a);
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]));
+  return worst;
+}
+
+std::vector<const CatalogConfig*> conv2d_configs(const Catalog& cat) {
+  std::vector<const CatalogConfig*> out;
+  for (const auto& cc : cat.configs)
+    if (cc.op->name == "conv2d") out.push_back(&cc);
+  return out;
+}
+
+// cudnn.autotune searches afresh every trial (cudnnFindConvolutionForwardAlgorithmEx), runs the
+// winner into the whole output, and names it: "algoK", with the math type it was timed at where
+// that is not the config's.
+TEST(Conv2dCudnn, AutotuneNamesItsChoiceEveryTrialAndComputesTheConvolution) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  const auto* autotune = Registry::global().find_variant("conv2d", "cudnn.autotune");
+  ASSERT_NE(autotune, nullptr);
+  int searched = 0;
+  for (const auto* cc : conv2d_configs(cat)) {
+    const auto inputs = make_inputs(*cc->op, cc->problem, cc->seed);
+    const auto ref = test::values(run_case(*Registry::global().find_variant("conv2d", "cpu.serial"), cc->problem, inputs, 1).first_output.value());
+    double max_ref = 0;
+    for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+    std::unique_ptr<PreparedOnDevice> d;
+    try {
+      d = std::make_unique<PreparedOnDevice>(*autotune, cc->problem, inputs);
+    } catch (const Unsupported&) {
+      continue;  // asymmetric padding, or tf32 at f16: the legacy API cannot run the config
+    }
+    std::set<std::string> chosen;
+    for (int t = 0; t < 5; ++t) {
+      HostTensor out(cc->problem.output);
+      std::string choice;
+      try {
+        std::tie(out, choice) = d->trial();
+      } catch (const Unsupported& e) {
+        // The search found no algorithm: listed for bf16, a failure for the others.
+        std::cout << "[ conv2d/" << cc->name << " ] cudnn.autotune: " << e.what() << "\n";
+        if (cc->problem.dtype != DType::bf16) ADD_FAILURE() << cc->name << ": " << e.what();
+        break;
+      }
+      EXPECT_TRUE(std::regex_match(choice, std::regex("algo[0-7](\\+[a-z_]+)?"))) << cc->name << " trial " << t << ": \"" << choice << "\"";
+      EXPECT_LE(worst_difference(out, ref), tolerance(*cc->op, cc->problem, *autotune) * (1 + max_ref)) << cc->name << " trial " << t;
+      chosen.insert(choice);
+    }
+    if (chosen.empty()) continue;
+    std::string seen;
+    for (const auto& c : chosen) seen += " " + c;
+    std::cout << "[ conv2d/" << cc->name << " ] cudnn.autotune chose:" << seen << "\n";
+    ++searched;
+  }
+  EXPECT_GE(searched, 3);
+}
+
+// Every engine index the stack's graph API offers has a registered variant; each engine that
+// runs the config states its claim from its numerical notes (NONDETERMINISTIC -> nondeterministic)
+// and matches the reference; every index past the count is UNSUPPORTED, saying how many there are.
+TEST(Conv2dCudnn, EngineVariantsCoverEveryEngineAndClaimWhatTheirNotesSay) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto* cc : conv2d_configs(cat)) {
+    std::int64_t count = 0;
+    try {
+      count = conv::cudnn_forward_engine_count(cc->problem);
+    } catch (const Unsupported& e) {
+      ADD_FAILURE() << cc->name << ": cuDNN's graph API does not take the forward convolution: " << e.what();
+      continue;
+    }
+    EXPECT_GT(count, 0) << cc->name;
+    EXPECT_LE(count, conv::kMaxForwardEngines) << cc->name << ": the stack offers more engines than cudnn.engineK variants";
+    const auto inputs = make_inputs(*cc->op, cc->problem, cc->seed);
+    const auto ref = test::values(run_case(*Registry::global().find_variant("conv2d", "cpu.serial"), cc->problem, inputs, 1).first_output.value());
+    double max_ref = 0;
+    for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+    int running = 0;
+    std::string summary;
+    for (int k = 0; k < conv::kMaxForwardEngines; ++k) {
+      const auto* v = Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k));
+      ASSERT_NE(v, nullptr);
+      std::unique_ptr<PreparedOnDevice> d;
+      try {
+        d = std::make_unique<PreparedOnDevice>(*v, cc->problem, inputs);
+      } catch (const Unsupported& e) {
+        if (k >= count) {
+          EXPECT_NE(std::string(e.what()).find("offers " + std::to_string(count) + " engines"), std::string::npos) << e.what();
+        }
+        continue;
+      }
+      ASSERT_LT(k, count) << cc->name << ": engine " << k << " ran although the graph has " << count;
+      ASSERT_TRUE(d->claim().has_value()) << cc->name << "/" << v->name;
+      const Claim& claim = *d->claim();
+      EXPECT_EQ(claim.source, ClaimSource::vendor_api);
+      const std::string notes = claim.reason.substr(0, claim.reason.find(';'));
+      EXPECT_EQ(notes.rfind("numerical notes of cuDNN graph-API engine " + std::to_string(k) + " ", 0), 0u) << claim.reason;
+      const bool noted = std::regex_search(notes, std::regex(": (.*, )?NONDETERMINISTIC(,|$)"));
+      EXPECT_EQ(claim.determinism, noted ? Determinism::nondeterministic : Determinism::deterministic) << claim.reason;
+      auto [out, choice] = d->trial();
+      EXPECT_LE(worst_difference(out, ref), tolerance(*cc->op, cc->problem, *v) * (1 + max_ref)) << cc->name << "/" << v->name;
+      summary += "\n    engine " + std::to_string(k) + ": " + claim.reason;
+      ++running;
+    }
+    std::cout << "[ conv2d/" << cc->name << " ] " << count << " engines, " << running << " run the config:" << summary << "\n";
+    if (cc->problem.math == "default") {
+      EXPECT_GT(running, 0) << cc->name;
+    }
+  }
+}
+
+// The legacy algorithms decide support by trying: at least one runs each symmetric f32 and f16
+// config, and an algorithm that runs gives the reference within tolerance (the generic test
+// checks that).
+TEST(Conv2dCudnn, SomeLegacyAlgorithmRunsEverySymmetricConfig) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto* cc : conv2d_configs(cat)) {
+    const auto& g = cc->problem.geom<conv::Geometry>();
+    if (conv::pad_after(g.y) != g.y.pad_before || conv::pad_after(g.x) != g.x.pad_before) continue;
+    if (cc->problem.math == "tf32" && cc->problem.dtype != DType::f32) continue;
+    const auto inputs = make_inputs(*cc->op, cc->problem, cc->seed);
+    std::string supported, unsupported;
+    for (int k = 0; k < 8; ++k) {
+      const std::string name = "cudnn.algo" + std::to_string(k);
+      try {
+        PreparedOnDevice d(*Registry::global().find_variant("conv2d", name), cc->problem, inputs);
+        supported += " " + name;
+      } catch (const Unsupported& e) {
+        unsupported += "\n    " + name + ": " + e.what();
+      }
+    }
+    std::cout << "[ conv2d/" << cc->name << " ] runs:" << supported << unsupported << "\n";
+    // bf16 (PSEUDO_BFLOAT16) is listed, not required: which algorithms take it is the stack's answer.
+    if (cc->problem.dtype != DType::bf16) {
+      EXPECT_FALSE(supported.empty()) << cc->name;
     }
   }
 }

@@ -124,6 +124,9 @@ TEST(KernelAgreement, OrderedVariantsGiveTheSameBitsOnAnyThreadCount) {
 const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"bias_add", {{"n", 4}, {"h", 8}, {"w", 8}, {"c", 5}}},
     {"bias_add_grad", {{"n", 16}, {"h", 16}, {"w", 16}, {"c", 3}}},
+    // Products of integers in [-4, 4] summed over at most 4 * 3 * 3 taps: exact in f32.
+    {"conv2d", {{"n", 2}, {"h", 9}, {"w", 9}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}}},
+    {"conv2d", {{"n", 2}, {"h", 11}, {"w", 10}, {"ci", 19}, {"co", 3}, {"kh", 2}, {"kw", 3}, {"stride_w", 2}, {"dilation_h", 2}, {"padding", "VALID"}}},
     {"conv2d_bwd_data", {{"n", 2}, {"h", 9}, {"w", 9}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}}},
     {"conv2d_bwd_data", {{"n", 2}, {"h", 11}, {"w", 11}, {"ci", 3}, {"co", 4}, {"kh", 5}, {"kw", 3}, {"stride_h", 2}, {"dilation_w", 2}, {"padding", "VALID"}}},
     {"conv2d_bwd_filter", {{"n", 4}, {"h", 9}, {"w", 9}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}}},

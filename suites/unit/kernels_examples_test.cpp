@@ -31,6 +31,27 @@ TEST(Examples, BiasAdd) {
   expect_all_variants("bias_add_grad", cc, inputs_from(cc.problem, {{1, 2, 3, 4, 5, 6}}), {9, 12});
 }
 
+TEST(Examples, ConvForward) {
+  // 3x3 input 0..8, 2x2 filter [[1,2],[3,4]], VALID: y[i,j] = x[i,j] + 2 x[i,j+1] + 3 x[i+1,j] + 4 x[i+1,j+1].
+  auto cc = config("conv2d", {{"n", 1}, {"h", 3}, {"w", 3}, {"ci", 1}, {"co", 1}, {"kh", 2}, {"kw", 2}, {"padding", "VALID"}});
+  expect_all_variants("conv2d", cc, inputs_from(cc.problem, {{0, 1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4}}),
+                      {0 + 2 + 9 + 16, 1 + 4 + 12 + 20, 3 + 8 + 18 + 28, 4 + 10 + 21 + 32});
+}
+
+TEST(Examples, ConvForwardChannelsSamePaddingAndStride) {
+  // One row of 4 pixels with 2 channels (x = [(1,10), (2,20), (3,30), (4,40)]), a 1x3 filter with
+  // 2 output channels: output channel 0 weighs channel 0 by the tap (1, 2, 3), output channel 1
+  // takes channel 1 at the middle tap only. SAME with stride 2: out = 2, pad_total = 1, pad_left
+  // = 0, so output 0 sees pixels 0, 1, 2 and output 1 pixels 2, 3 and the padding.
+  auto cc = config("conv2d", {{"n", 1}, {"h", 1}, {"w", 4}, {"ci", 2}, {"co", 2}, {"kh", 1}, {"kw", 3}, {"stride_w", 2}});
+  // filter[kh=0][kw][ci][co]
+  const std::vector<double> filter = {1, 0, 0, 0,   // kw 0: ci 0 -> co 0 weight 1
+                                      2, 0, 0, 1,   // kw 1: ci 0 -> co 0 weight 2, ci 1 -> co 1 weight 1
+                                      3, 0, 0, 0};  // kw 2
+  expect_all_variants("conv2d", cc, inputs_from(cc.problem, {{1, 10, 2, 20, 3, 30, 4, 40}, filter}),
+                      {1 * 1 + 2 * 2 + 3 * 3, 20, 3 * 1 + 4 * 2, 40});
+}
+
 TEST(Examples, ConvBackpropToData) {
   // 3x3 input, 2x2 filter [[1,2],[3,4]], VALID, stride 1, out_backprop all ones: each input
   // pixel collects the filter taps that cover it.
@@ -281,7 +302,7 @@ std::vector<double> conv_forward(const nlohmann::json& p, const HostTensor& x, c
   return y;
 }
 
-TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConv) {
+TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConvWhichConv2dComputes) {
   for (const auto& p : {nlohmann::json{{"n", 2}, {"h", 7}, {"w", 6}, {"ci", 3}, {"co", 4}, {"kh", 3}, {"kw", 2}},
                         nlohmann::json{{"n", 1}, {"h", 9}, {"w", 8}, {"ci", 2}, {"co", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 3}, {"padding", "VALID"}},
                         nlohmann::json{{"n", 1}, {"h", 8}, {"w", 9}, {"ci", 2}, {"co", 2}, {"kh", 2}, {"kw", 3}, {"stride_h", 3}, {"dilation_w", 2}}}) {
@@ -306,6 +327,14 @@ TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConv) {
     fin.emplace_back(x.desc()); std::memcpy(fin.back().data(), x.data(), x.desc().bytes());
     fin.emplace_back(dy.desc()); std::memcpy(fin.back().data(), dy.data(), dy.desc().bytes());
     expect_close(y_dot_dy, dot(x, run_variant("conv2d_bwd_data", "cpu.serial", bd.problem, din)), "bwd_data " + p.dump());
+    // conv2d itself is the naive forward conv, element by element.
+    const auto fwd = config("conv2d", p);
+    std::vector<HostTensor> xw;
+    xw.emplace_back(x.desc()); std::memcpy(xw.back().data(), x.data(), x.desc().bytes());
+    xw.emplace_back(w.desc()); std::memcpy(xw.back().data(), w.data(), w.desc().bytes());
+    const auto conv2d = values(run_variant("conv2d", "cpu.serial", fwd.problem, xw));
+    ASSERT_EQ(conv2d.size(), y.size()) << p.dump();
+    for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(conv2d[i], y[i], 1e-5 * (1 + std::fabs(y[i]))) << "conv2d " << p.dump() << " at " << i;
     expect_close(y_dot_dy, dot(w, run_variant("conv2d_bwd_filter", "cpu.serial", bf.problem, fin)), "bwd_filter " + p.dump());
   }
 }

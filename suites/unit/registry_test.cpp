@@ -10,6 +10,7 @@
 
 #include "harness/core/catalog.h"
 #include "harness/core/files.h"
+#include "kernels/conv/conv_cudnn.h"
 #include "kernels/registry.h"
 
 namespace d9m {
@@ -17,7 +18,7 @@ namespace {
 
 // The ops of DESIGN.md's table. A family dropped by the linker loses its ops here.
 const std::set<std::string> kDesignOps = {
-    "bias_add",        "bias_add_grad",       "conv2d_bwd_data",      "conv2d_bwd_filter",
+    "bias_add",        "bias_add_grad",       "conv2d",               "conv2d_bwd_data",      "conv2d_bwd_filter",
     "maxpool2d_bwd",   "resize_bilinear",     "resize_bilinear_grad", "resize_nearest",
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
     "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
@@ -55,6 +56,28 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
   for (const char* op : {"conv2d_bwd_data", "conv2d_bwd_filter"})
     for (int k = 0; k < 6; ++k) EXPECT_NE(Registry::global().find_variant(op, "cudnn.algo" + std::to_string(k)), nullptr) << op << k;
   EXPECT_NE(Registry::global().find_variant("conv2d_bwd_filter", "cudnn.algo6"), nullptr);
+  // conv2d: every legacy forward algorithm, the autotuner, and an engine variant per graph-API
+  // engine index up to kMaxForwardEngines (kernels/conv/conv_cudnn.h).
+  for (int k = 0; k < 8; ++k) {
+    const auto* v = Registry::global().find_variant("conv2d", "cudnn.algo" + std::to_string(k));
+    ASSERT_NE(v, nullptr) << k;
+    EXPECT_EQ(v->role, Role::vendor);
+  }
+  EXPECT_EQ(Registry::global().find_variant("conv2d", "cudnn.algo8"), nullptr);
+  ASSERT_NE(Registry::global().find_variant("conv2d", "cudnn.autotune"), nullptr);
+  EXPECT_EQ(Registry::global().find_variant("conv2d", "cudnn.autotune")->role, Role::autotune);
+  EXPECT_EQ(Registry::global().find_variant("conv2d", "cudnn.autotune")->claim.determinism, Determinism::nondeterministic);
+  int engines = 0;
+  for (const auto* v : Registry::global().variants_of("conv2d"))
+    if (v->name.rfind("cudnn.engine", 0) == 0) {
+      EXPECT_EQ(v->role, Role::vendor);
+      EXPECT_EQ(v->claim.source, ClaimSource::vendor_api);
+      EXPECT_TRUE(v->prepare) << v->name << ": its claim is read from the engine's numerical notes";
+      ++engines;
+    }
+  EXPECT_EQ(engines, conv::kMaxForwardEngines);
+  for (int k = 0; k < conv::kMaxForwardEngines; ++k)
+    EXPECT_NE(Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k)), nullptr) << k;
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
   for (const char* op : {"matmul", "matmul_batched"}) {
