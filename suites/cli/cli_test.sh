@@ -258,6 +258,24 @@ assert sqlite3.connect(db).execute('select state from runs').fetchall() == [('in
 "; check "SIGINT: exit 130, interrupted, no worker left" 0 $?
 grep -q "d9m run --resume" "$T/int.err"; check "SIGINT: the message says how to resume" 0 $?
 
+# --- batch invariance and autotune choices through worker processes (the default isolation) ----
+cat > "$T/bi.json" << 'EOF2'
+{"schema": "d9m.catalog/1", "configs": [{"op": "matmul", "name": "bi", "params": {"m": 16, "n": 8, "k": 2048},
+  "variants": ["cpu.serial", "cpu.splitk_by_shape", "cpu.autotune"], "batch_invariance": {"sizes": [1, 5]}}]}
+EOF2
+"$D9M" run --catalog "$T/bi.json" --no-canaries -n 4 --db "$T/bi.sqlite" > "$T/bi.md" 2> "$T/err"; check "batch invariance run" 0 $? "$T/err" "cases into"
+grep -q "| S1 batch |" "$T/bi.md"; check "batch invariance: the table has its column" 0 $?
+"$D9M" report --db "$T/bi.sqlite" --format json -o "$T/bi.json.out"; check "batch invariance report" 0 $?
+q "
+import json
+r = {x['variant']: x for x in json.load(open('$T/bi.json.out'))['results']}
+assert r['cpu.serial']['invariance']['status'] == 'Supported', r['cpu.serial']['invariance']
+assert r['cpu.splitk_by_shape']['invariance']['status'] == 'Replay only', r['cpu.splitk_by_shape']['invariance']
+assert r['cpu.splitk_by_shape']['invariance']['sizes'] == [1, 5]
+assert sum(c['trials'] for c in r['cpu.autotune']['autotune']['choices']) == 4, r['cpu.autotune']
+"; check "batch invariance and choices cross the worker pipe" 0 $?
+"$D9M" verify --db "$T/bi.sqlite" > "$T/v"; check "batch invariance store verifies" 0 $? "$T/v" ": OK"
+
 # --- WAL on a network file system is refused (only where the test machine has one mounted) ----
 nfs=$(awk '$3 ~ /^(nfs|nfs4|cifs|smb3)$/ {print $2; exit}' /proc/mounts)
 if [[ -n $nfs && -w $nfs ]]; then
