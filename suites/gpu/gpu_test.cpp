@@ -285,7 +285,9 @@ TEST(CusparseVariants, DocumentedDeterministicPathsRepeatAndAllMatchTheReference
         continue;
       }
       const Claim claim = out.claim.value_or(v->claim);
-      if (transposed) EXPECT_NE(claim.determinism, Determinism::deterministic) << what << ": the docs promise nothing for A^T";
+      if (transposed) {
+        EXPECT_NE(claim.determinism, Determinism::deterministic) << what << ": the docs promise nothing for A^T";
+      }
       const auto o = test::values(*out.first_output);
       double worst = 0;
       for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - r[i]));

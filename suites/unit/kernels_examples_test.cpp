@@ -180,7 +180,9 @@ TEST(Examples, SparseStructure) {
       EXPECT_EQ(coo_rows[k], r) << k;
       EXPECT_GE(cols[k], 0);
       EXPECT_LT(cols[k], 7);
-      if (k > offsets[r]) EXPECT_LT(cols[k - 1], cols[k]) << "row " << r;
+      if (k > offsets[r]) {
+        EXPECT_LT(cols[k - 1], cols[k]) << "row " << r;
+      }
     }
   }
   for (std::size_t i = 1; i < a.size(); ++i)
