@@ -143,6 +143,10 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"matmul", {{"m", 9}, {"n", 7}, {"k", 2000}, {"layout", "TN"}}},
     {"matmul_batched", {{"batch", 3}, {"m", 5}, {"n", 6}, {"k", 1000}, {"layout", "NT"}}},
     {"symv", {{"n", 300}}},
+    // Integers in [-4, 4]: every partial sum of 20011 of them is exact in f32, whatever the order.
+    {"reduce_sum", {{"n", 10007}}},
+    {"cumsum", {{"n", 10007}}},
+    {"segmented_reduce", {{"n", 20011}, {"segments", 17}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
