@@ -65,13 +65,27 @@ __global__ void scan_totals_kernel(const T* x, std::int64_t n, T* prefixes, T* t
   }
 }
 
-// One thread: carry[c] = totals[0] + ... + totals[c-1] in chunk order.
+// One block: carry[c] = totals[0] + ... + totals[c-1], added in chunk order by thread 0; the
+// other threads only stage the totals through shared memory, kThreads at a time, so the serial
+// adds do not wait on one global load each.
 template <class T>
 __global__ void scan_carries_kernel(const T* totals, std::int64_t chunks, T* carry) {
-  T run = T(0);
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    carry[c] = run;
-    run = run + totals[c];
+  __shared__ T staged[kThreads];
+  T run = T(0);  // thread 0's
+  const int t = static_cast<int>(threadIdx.x);
+  for (std::int64_t b = 0; b < chunks; b += kThreads) {
+    const std::int64_t len = chunks - b < kThreads ? chunks - b : kThreads;
+    if (t < len) staged[t] = totals[b + t];
+    __syncthreads();
+    if (t == 0)
+      for (int k = 0; k < len; ++k) {
+        const T total = staged[k];
+        staged[k] = run;
+        run = run + total;
+      }
+    __syncthreads();
+    if (t < len) carry[b + t] = staged[t];
+    __syncthreads();
   }
 }
 
@@ -201,7 +215,7 @@ void scan(const KernelArgs& a, bool atomic) {
   } else {
     scan_totals_kernel<T><<<grid_of(chunks), kThreads, 0, s>>>(a.in<T>(0), n, prefixes, totals, nullptr, chunks);
     D9M_CUDA_CHECK_LAUNCH();
-    scan_carries_kernel<T><<<1, 1, 0, s>>>(totals, chunks, carry);
+    scan_carries_kernel<T><<<1, kThreads, 0, s>>>(totals, chunks, carry);
     D9M_CUDA_CHECK_LAUNCH();
   }
   scan_outputs_kernel<T><<<grid_of(chunks), kThreads, 0, s>>>(a.in<T>(0), n, carry, prefixes, a.out<T>());
