@@ -12,7 +12,8 @@
 // dtypes: f32 and f64. f16 and bf16 are left out: CUB's Sum would accumulate in the 16-bit type
 // (a 2^22-element f16 sum overflows at 65504), the frameworks sum 16-bit tensors in f32 with
 // kernels of their own, and CCCL 3.3 runs a 16-bit not_guaranteed request as run_to_run (atomics
-// under 4 bytes are emulated) and has no gpu_to_gpu for it: no level would be tested as named.
+// under 4 bytes are emulated) and offers gpu_to_gpu sums for float and double only: no level
+// would be tested as named.
 //
 // d9m's own variants share one fixed arrangement of the adds, written once below for the CPU and
 // the GPU (a thread block of kThreads threads is kThreads lanes on the CPU):
