@@ -225,8 +225,10 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
         bool any = false;
         for (const auto* var : registry.variants_of(op_name)) any |= glob_match(glob, var->name);
         // A name for a backend this build lacks is not an error: the catalogue is shared by
-        // CPU-only and CUDA builds, and such variants are simply not in this build.
-        const bool other_backend = glob.rfind("cuda.", 0) == 0 || glob.rfind("cudnn.", 0) == 0;
+        // CPU-only and CUDA builds, and such variants are simply not in this build. GPU variants
+        // are d9m's own kernels (cuda.) or a GPU library's (cudnn., cublas., cublaslt., cub.).
+        bool other_backend = false;
+        for (const char* gpu : {"cuda.", "cudnn.", "cublas.", "cublaslt.", "cub."}) other_backend |= glob.rfind(gpu, 0) == 0;
         if (!any && !other_backend) {
           std::string known;
           for (const auto* var : registry.variants_of(op_name)) known += (known.empty() ? "" : ", ") + var->name;

@@ -1,4 +1,5 @@
 #include <cublas_api.h>
+#include <cuda/version>  // the toolkit's CCCL: this file is compiled without the pinned wheel's
 #include <cudnn.h>
 #include <cusparse.h>
 #include <dlfcn.h>
@@ -7,11 +8,16 @@
 #include <string>
 
 #include "harness/core/cuda_versions.h"
+#include "kernels/reduce/cccl_version.h"
 
 namespace d9m {
 
 namespace {
 std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+// CCCL_VERSION encodes major * 1000000 + minor * 1000 + patch.
+std::string cccl_version_string(int v) {
+  return std::to_string(v / 1000000) + "." + std::to_string(v / 1000 % 1000) + "." + std::to_string(v % 1000);
+}
 std::string cudnn_version_string(std::size_t v) {
   // cuDNN 9 encodes major*10000 + minor*100 + patch.
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
@@ -58,6 +64,10 @@ nlohmann::json cuda_library_versions() {
           {"cusparse_compiled", std::to_string(CUSPARSE_VER_MAJOR) + "." + std::to_string(CUSPARSE_VER_MINOR) + "." +
                                     std::to_string(CUSPARSE_VER_PATCH)},
           {"cusparse_loaded", loaded_cusparse()},
+          // Header-only, so compiled is all there is. Two: the toolkit's, which every CUDA file but
+          // one sees, and the pinned one the CUB variants (kernels/reduce/reduce_cub.cu) were built with.
+          {"cccl_toolkit", cccl_version_string(CCCL_VERSION)},
+          {"cccl_cub_variants", cccl_version_string(reduce::cccl_version_of_cub_variants())},
           {"architectures", D9M_CUDA_ARCHITECTURES}};
 }
 

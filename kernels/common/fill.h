@@ -24,6 +24,22 @@ inline void floats(FillTarget& t, FillMode mode) {
                                     kExactRange);
 }
 
+// Floats of mixed magnitudes (random), or small integers (exact): unit_symmetric(i) scaled by
+// 2^-e, e in [0, binades) taken from the low bits of the same draw (unit_symmetric reads the top
+// 24). Values of [-1, 1) on a 2^-23 grid make every f64 sum of up to 2^29 of them exact, so no
+// summation order could show in f64; spread over 32 binades their bits reach 2^-54, and long
+// sums round in f64 as they do in f32. The scaling by a power of two is exact (no subnormals).
+inline void mixed_magnitude_floats(FillTarget& t, FillMode mode, unsigned binades) {
+  if (mode == FillMode::exact || binades <= 1) return floats(t, mode);
+  const CounterRng rng(t.seed, t.stream);
+  auto* p = static_cast<float*>(t.data);
+  const auto n = static_cast<std::uint64_t>(t.desc.numel());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto e = static_cast<int>(rng.bits(i) % binades);
+    p[i] = rng.unit_symmetric(i) * (1.0f / static_cast<float>(std::uint64_t{1} << e));
+  }
+}
+
 // Integers in [lo, hi).
 inline void integers(FillTarget& t, std::int32_t lo, std::int32_t hi) {
   const CounterRng rng(t.seed, t.stream);

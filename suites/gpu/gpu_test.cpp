@@ -512,6 +512,102 @@ TEST(Conv2dCudnn, SomeLegacyAlgorithmRunsEverySymmetricConfig) {
       EXPECT_FALSE(supported.empty()) << cc->name;
     }
   }
+// ---- CUB's determinism levels (kernels/reduce/reduce_cub.cu) ---------------------------------
+
+// The reduce family's CUB variants that claim determinism (cub.default where CUB documents
+// run_to_run, cub.run_to_run, cub.gpu_to_gpu) give one digest in 50 calls on every default config,
+// large ones included, within the op's tolerance of the serial reference.
+TEST(CubVariants, DeterministicLevelsRepeatTheirBitsOver50CallsNearTheReference) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  std::set<std::string> seen;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->family != "reduce") continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto ref = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
+    double max_ref = 0;
+    for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+    const double tol = tolerance_for(*cc.op, cc.problem.dtype) * (1 + max_ref);
+    for (const auto* v : Registry::global().variants_of(cc.op->name)) {
+      if (v->name.rfind("cub.", 0) != 0 || v->claim.determinism != Determinism::deterministic) continue;
+      const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
+      const CaseOutcome out = run_case(*v, cc.problem, inputs, 50);
+      ASSERT_EQ(out.trials.size(), 50u) << what;
+      for (const auto& t : out.trials) EXPECT_EQ(t.digest, out.trials[0].digest) << what << " diverged";
+      const auto got = test::values(*out.first_output);
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]));
+      EXPECT_LE(worst, tol) << what;
+      seen.insert(cc.op->name + "/" + v->name);
+    }
+  }
+  for (const char* required : {"reduce_sum/cub.run_to_run", "reduce_sum/cub.gpu_to_gpu", "reduce_sum/cub.default",
+                               "segmented_reduce/cub.run_to_run", "segmented_reduce/cub.default"})
+    EXPECT_TRUE(seen.count(required)) << required;
+}
+
+// A trial allocates nothing: the workspace is sized and allocated in prepare(), and the
+// single-phase calls get it through their environment's memory resource instead of allocating
+// from the device's default pool (CUB's default resource does: cudaMallocAsync).
+TEST(CubVariants, TrialsAllocateNothing) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  cudaMemPool_t pool;
+  D9M_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+  int checked = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->family != "reduce" || cc.problem.dtype != DType::f32 || cc.problem.inputs[0].numel() < (1 << 22)) continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    std::vector<std::unique_ptr<DeviceCopy>> device;
+    for (const auto& t : inputs) device.push_back(std::make_unique<DeviceCopy>(t.data(), t.desc().bytes()));
+    std::vector<unsigned char> zeros(cc.problem.output.bytes(), 0);
+    DeviceCopy out(zeros.data(), zeros.size());
+    cudaStream_t stream;
+    D9M_CUDA_CHECK(cudaStreamCreate(&stream));
+    for (const auto* v : Registry::global().variants_of(cc.op->name)) {
+      if (v->name.rfind("cub.", 0) != 0 || (v->unsupported && v->unsupported(cc.problem))) continue;
+      const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
+      const ExecContext exec{nullptr, stream};
+      const Prepared prepared = v->prepare(cc.problem, exec);
+      D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
+      std::uint64_t zero = 0, before = 0, high = 0;
+      D9M_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+      D9M_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &before));
+      KernelArgs args{cc.problem, {}, out.p, exec};
+      for (const auto& d : device) args.inputs.push_back(d->p);
+      args.state = prepared.state.get();
+      for (int t = 0; t < 5; ++t) v->run(args);
+      D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
+      D9M_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+      EXPECT_LE(high, before) << what << " allocated " << (high - before) << " bytes in its trials";
+      ++checked;
+    }
+    D9M_CUDA_CHECK(cudaStreamDestroy(stream));
+  }
+  EXPECT_GE(checked, 4 + 2 + 3);  // on the large f32 configs: reduce_sum 4 levels, cumsum 2, segmented_reduce 3
+}
+
+// d9m's own atomic reduction races on a GPU: 1024 block sums of mixed magnitudes into one address.
+// CUB's not_guaranteed (atomics too, claimed nondeterministic) is run alongside and its count
+// recorded, not asserted: CCCL promises nothing either way.
+TEST(CubVariants, AtomicReductionsOnManyBlocksDiverge) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "reduce_sum" || cc.name != "n_4194304") continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    for (const char* name : {"cuda.atomic", "cub.not_guaranteed"}) {
+      const CaseOutcome out = run_case(*Registry::global().find_variant("reduce_sum", name), cc.problem, inputs, 100);
+      std::set<std::string> distinct;
+      for (const auto& t : out.trials) distinct.insert(t.digest);
+      RecordProperty(std::string("distinct_in_100_") + name, static_cast<int>(distinct.size()));
+      if (std::string(name) == "cuda.atomic") {
+        EXPECT_GT(distinct.size(), 1u) << name;
+      }
+    }
+    return;
+  }
+  FAIL() << "no reduce_sum/n_4194304 in the default catalogue";
 }
 
 }  // namespace

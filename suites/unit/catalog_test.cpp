@@ -64,6 +64,17 @@ TEST(Catalog, AVeryLongNameIsAnErrorNotAStackOverflow) {
   EXPECT_EQ(error_of(with_config(R"({"op": "bias_add", "name": "", "params": {"n": 1, "h": 2, "w": 2, "c": 1}})")).find("configs[0].name"), 0u + std::string("cat.json: ").size());
 }
 
+// The catalogue is shared by CPU-only and CUDA builds: globs naming GPU variants (d9m's own and
+// the GPU libraries') select nothing where those variants are not built, and are no error.
+TEST(Catalog, GlobsOfGpuVariantsAreNoErrorWhereNoneMatch) {
+  const std::string text = with_config(
+      R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1},
+          "variants": ["cpu.serial", "cuda.*", "cudnn.*", "cublas.*", "cublaslt.*", "cub.*"]})");
+  const Catalog cat = parse_catalog(text, "cat.json", Registry::global());
+  ASSERT_EQ(cat.configs.size(), 1u);
+  EXPECT_EQ(cat.configs[0].variant_globs.size(), 6u);
+}
+
 TEST(Catalog, SemanticErrorsNameTheFieldPath) {
   const std::string ok = R"("op": "bias_add", "name": "x")";
   struct Case {

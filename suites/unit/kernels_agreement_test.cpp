@@ -151,6 +151,10 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"spmv", {{"rows", 300}, {"cols", 200}, {"nnz_per_row", 8}, {"heavy_rows", 3}, {"transpose", true}}},
     {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}}},
     {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}, {"format", "coo"}, {"transpose", true}}},
+    // Integers in [-4, 4]: every partial sum of 20011 of them is exact in f32, whatever the order.
+    {"reduce_sum", {{"n", 10007}}},
+    {"cumsum", {{"n", 10007}}},
+    {"segmented_reduce", {{"n", 20011}, {"segments", 17}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

@@ -204,6 +204,33 @@ TEST(Examples, SparseStructure) {
       ++pairs;
     }
   EXPECT_GE(pairs, 4);
+TEST(Examples, ReduceFamily) {
+  auto cc = config("reduce_sum", {{"n", 4}});
+  expect_all_variants("reduce_sum", cc, inputs_from(cc.problem, {{1, 2, 3, 4}}), {10});
+  cc = config("cumsum", {{"n", 5}});
+  expect_all_variants("cumsum", cc, inputs_from(cc.problem, {{1, 2, 3, 4, -10}}), {1, 3, 6, 10, 0});
+  // Segments [0, 2), [2, 2) (empty: +0), [2, 5).
+  cc = config("segmented_reduce", {{"n", 5}, {"segments", 3}});
+  expect_all_variants("segmented_reduce", cc, inputs_from(cc.problem, {{1, 2, 3, 4, 5}, {0, 2, 2, 5}}), {3, 0, 12});
+}
+
+TEST(Examples, ReduceFamilyOrdersItsAdds) {
+  // 1 is absorbed by 1e8 in f32 (its unit in the last place is 8). The reference adds in index
+  // order, ((1e8 + 1) - 1e8) + 1 = 1; the family's tree puts element i in lane i and halves the
+  // lanes pairwise, (1e8 - 1e8) + (1 + 1) = 2.
+  const auto cc = config("reduce_sum", {{"n", 4}});
+  const auto in = inputs_from(cc.problem, {{1e8, 1, -1e8, 1}});
+  EXPECT_EQ(values(run_variant("reduce_sum", "cpu.serial", cc.problem, in)), std::vector<double>{1});
+  EXPECT_EQ(values(run_variant("reduce_sum", "cpu.ordered", cc.problem, in)), std::vector<double>{2});
+  // A scan lane owns 16 consecutive elements and runs from +0, and its prefix (lane 0's total) is
+  // added to its running sum: out[17] = 1e8 + (3 + 3), which rounds to 1e8 + 8; the reference
+  // adds one element at a time, (1e8 + 3) + 3 = 1e8.
+  const auto scan = config("cumsum", {{"n", 18}});
+  std::vector<double> x(18, 0.0);
+  x[0] = 1e8, x[16] = 3, x[17] = 3;
+  const auto scan_in = inputs_from(scan.problem, {x});
+  EXPECT_EQ(values(run_variant("cumsum", "cpu.serial", scan.problem, scan_in)).back(), 1e8);
+  EXPECT_EQ(values(run_variant("cumsum", "cpu.ordered", scan.problem, scan_in)).back(), 1e8 + 8);
 }
 
 // ---- adjoint identities ------------------------------------------------------------------

@@ -23,7 +23,7 @@ const std::set<std::string> kDesignOps = {
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
     "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
     // Phase 2 (issue 12): the libraries real workloads call.
-    "matmul", "matmul_batched", "symv", "spmv", "spmm"};
+    "matmul", "matmul_batched", "symv", "spmv", "spmm", "reduce_sum", "cumsum", "segmented_reduce"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -105,6 +105,25 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
       EXPECT_TRUE(v->prepare) << alg;
     }
   }
+  // CUB's determinism levels (issue 12 item 5): every level is a variant, those CCCL 3.3 refuses
+  // for an algorithm UNSUPPORTED on every config with the library's reason.
+  for (const char* op : {"reduce_sum", "cumsum", "segmented_reduce"}) {
+    for (const char* v : {"cub.default", "cub.not_guaranteed", "cub.run_to_run", "cub.gpu_to_gpu"})
+      EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
+    EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.ordered") << op;
+  }
+  const Problem any = default_catalog(Registry::global()).configs.front().problem;
+  const std::pair<const char*, const char*> refusals[] = {
+      {"cumsum", "cub.run_to_run"}, {"cumsum", "cub.gpu_to_gpu"}, {"segmented_reduce", "cub.gpu_to_gpu"}};
+  for (const auto& [op, v] : refusals) {
+    const VariantDef* refused = Registry::global().find_variant(op, v);
+    ASSERT_TRUE(refused->unsupported) << op << "/" << v;
+    EXPECT_NE(refused->unsupported(any).value_or("").find("static_assert"), std::string::npos) << op << "/" << v;
+    EXPECT_EQ(refused->claim.determinism, Determinism::unknown) << op << "/" << v;
+  }
+  EXPECT_EQ(Registry::global().find_variant("reduce_sum", "cub.not_guaranteed")->claim.determinism, Determinism::nondeterministic);
+  for (const char* v : {"cub.default", "cub.run_to_run", "cub.gpu_to_gpu"})
+    EXPECT_EQ(Registry::global().find_variant("reduce_sum", v)->claim.determinism, Determinism::deterministic) << v;
   // The ops the GPU issue requires to claim cross-implementation equality.
   for (const char* op : {"bias_add_grad", "scatter_add", "unsorted_segment_sum", "resize_bilinear_grad", "maxpool2d_bwd"})
     EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.ordered") << op;
