@@ -512,6 +512,8 @@ TEST(Conv2dCudnn, SomeLegacyAlgorithmRunsEverySymmetricConfig) {
       EXPECT_FALSE(supported.empty()) << cc->name;
     }
   }
+}
+
 // ---- CUB's determinism levels (kernels/reduce/reduce_cub.cu) ---------------------------------
 
 // The reduce family's CUB variants that claim determinism (cub.default where CUB documents

@@ -57,7 +57,8 @@ print(f'screenshot {w}x{h}: {green} pixels of D green, {red} of ND red')
 assert green > 2000, 'no deterministic cells visible'
 assert red > 500, 'no nondeterministic cells visible'
 dom = open(sys.argv[2]).read()
-assert dom.count('<tr>') >= 20 and 'id="cases"' in dom, 'the case table did not render'
+assert dom.count('<tr') >= 20 and 'id="cases"' in dom, 'the case table did not render'
+assert all('id="pick-' + k + '"' in dom for k in ('library', 'dtype', 'status')), 'the library, dtype and status filters are missing'
 PY
 rc=$?
 [[ $rc == 0 ]] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"

@@ -204,6 +204,8 @@ TEST(Examples, SparseStructure) {
       ++pairs;
     }
   EXPECT_GE(pairs, 4);
+}
+
 TEST(Examples, ReduceFamily) {
   auto cc = config("reduce_sum", {{"n", 4}});
   expect_all_variants("reduce_sum", cc, inputs_from(cc.problem, {{1, 2, 3, 4}}), {10});
