@@ -2,11 +2,13 @@
 // so a variant written as a template runs at the config's precision:
 //   with_float_type(a.problem.dtype, [&](auto tag) { using T = decltype(tag); ... });
 #pragma once
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/common/half.h"
 #include "kernels/common/tensor.h"
+#include "kernels/registry.h"
 
 namespace d9m {
 
@@ -21,6 +23,12 @@ decltype(auto) with_float_type(DType dtype, F&& f) {
   }
   // The catalogue gives float tensors float dtypes only (registry.cpp, catalog.cpp).
   throw std::logic_error("with_float_type: " + std::string(dtype_name(dtype)) + " is not a float dtype");
+}
+
+// A variant's run written as f(args, tag), called at the config's dtype: `.run = typed(...)`.
+template <class F>
+std::function<void(const KernelArgs&)> typed(F f) {
+  return [f](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { f(a, tag); }); };
 }
 
 }  // namespace d9m

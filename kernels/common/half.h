@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/common/hd.h"
 
@@ -107,5 +108,22 @@ D9M_HD inline float add(float a, float b) { return a + b; }
 D9M_HD inline double add(double a, double b) { return a + b; }
 D9M_HD inline Half add(Half a, Half b) { return half_from_float(to_float(a) + to_float(b)); }
 D9M_HD inline BFloat16 add(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) + to_float(b)); }
+
+// The accumulation type of storage type T, as cuBLAS's and cuSPARSE's CUDA_R_32F compute: f32 for
+// f32, f16 and bf16, f64 for f64. widen() into it is exact; narrow() out of it rounds once.
+template <class T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class T>
+D9M_HD inline Acc<T> widen(T v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
+  else return to_float(v);
+}
+
+template <class T>
+D9M_HD inline T narrow(Acc<T> v) {
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
+  else return from_float<T>(v);
+}
 
 }  // namespace d9m

@@ -59,21 +59,7 @@ struct Geometry {
   D9M_HD std::int64_t outputs() const { return batch * m * n; }
 };
 
-// The accumulation type of storage type T.
-template <class T>
-using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <class T>
-D9M_HD inline Acc<T> widen(T v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
-  else return to_float(v);
-}
-
-template <class T>
-D9M_HD inline T narrow(Acc<T> v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
-  else return from_float<T>(v);
-}
+// Sums are in Acc<T> (kernels/common/half.h): widen() in, one narrow() out.
 
 // Sum over k in [k0, k1) of a[i,k] b[k,j] in batch element `e`, in ascending k, starting from 0.
 template <class T>

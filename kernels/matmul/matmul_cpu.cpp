@@ -113,11 +113,6 @@ void autotune(const KernelArgs& a) {
   }
 }
 
-template <class F>
-std::function<void(const KernelArgs&)> typed(F f) {
-  return [f](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { f(a, tag); }); };
-}
-
 std::vector<VariantDef> variants(const std::string& op) {
   return {{.op = op, .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
            .claim = op::deterministic("one thread adds the K products of each output in ascending k"),

@@ -53,22 +53,7 @@ struct Geometry {
 // Input arguments, in this order for both formats and both ops.
 enum Arg : std::size_t { kRowsArg = 0, kColsArg = 1, kValuesArg = 2, kDenseArg = 3 };
 
-// The accumulation type of storage type T, and the conversions into and out of it (exact into,
-// one rounding out). The same rule as the matmul family's (kernels/matmul/matmul.h).
-template <class T>
-using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <class T>
-D9M_HD inline Acc<T> widen(T v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
-  else return to_float(v);
-}
-
-template <class T>
-D9M_HD inline T narrow(Acc<T> v) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) return v;
-  else return from_float<T>(v);
-}
+// Sums are in Acc<T> (kernels/common/half.h): widen() in, one narrow() out.
 
 // ---- structure --------------------------------------------------------------------------
 

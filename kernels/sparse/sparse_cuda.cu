@@ -158,11 +158,6 @@ void ordered(const KernelArgs& a) {
   D9M_CUDA_CHECK_LAUNCH();
 }
 
-template <class F>
-std::function<void(const KernelArgs&)> typed(F f) {
-  return [f](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { f(a, tag); }); };
-}
-
 std::vector<VariantDef> variants(const std::string& op) {
   return {{.op = op, .name = "cuda.atomic", .backend = Backend::cuda, .role = Role::atomic,
            .claim = op::nondeterministic("a thread per (nonzero, dense column) adds its product with atomicAdd in hardware "
