@@ -1,5 +1,6 @@
 // d9m list: the catalogue as built (ops, variants, claims, configs), as text, JSON, or one case
 // per line for CTest's registration.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -80,8 +81,11 @@ int list(const ListOptions& o) {
           std::printf(" (%s%s)", std::string(dtype_short_name(cc.dtype)).c_str(), cc.math != "default" ? (" " + cc.math).c_str() : "");
       }
     std::printf("\n");
+    // Names in a column as wide as the op's longest (cudnn.sdpa_deterministic), at least 22.
+    int width = 22;
+    for (const auto* v : Registry::global().variants_of(op.name)) width = std::max(width, static_cast<int>(v->name.size()));
     for (const auto* v : Registry::global().variants_of(op.name))
-      std::printf("  %-22s %-5s %s\n", v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());
+      std::printf("  %-*s %-5s %s\n", width, v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());
   }
   return 0;
 }

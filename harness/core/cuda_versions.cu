@@ -8,6 +8,7 @@
 #include <string>
 
 #include "harness/core/cuda_versions.h"
+#include "kernels/attention/attention_cudnn.h"
 #include "kernels/reduce/cccl_version.h"
 
 namespace d9m {
@@ -68,6 +69,10 @@ nlohmann::json cuda_library_versions() {
           // one sees, and the pinned one the CUB variants (kernels/reduce/reduce_cub.cu) were built with.
           {"cccl_toolkit", cccl_version_string(CCCL_VERSION)},
           {"cccl_cub_variants", cccl_version_string(reduce::cccl_version_of_cub_variants())},
+          // Header-only too: the frontend the attention family's cuDNN variants were built with.
+          {"cudnn_frontend", std::to_string(attention::cudnn_frontend_version() / 10000) + "." +
+                                 std::to_string(attention::cudnn_frontend_version() / 100 % 100) + "." +
+                                 std::to_string(attention::cudnn_frontend_version() % 100)},
           {"architectures", D9M_CUDA_ARCHITECTURES}};
 }
 

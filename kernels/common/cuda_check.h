@@ -72,6 +72,28 @@ class DeviceBuffer {
   cudaStream_t stream_ = nullptr;
 };
 
+// Device memory a variant's state owns for all its trials.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  explicit DeviceMemory(std::size_t bytes) : bytes_(bytes) {
+    if (bytes) D9M_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  }
+  ~DeviceMemory() { cudaFree(p_); }
+  DeviceMemory(DeviceMemory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 // Page-locked host memory, so a device-to-host copy is one DMA instead of a staged copy.
 class PinnedHostBuffer {
  public:

@@ -80,28 +80,6 @@ cudnnMathType_t math_type(const Problem& p) {
   return CUDNN_DEFAULT_MATH;
 }
 
-// Device memory a variant's state owns for all its trials.
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  explicit DeviceMemory(std::size_t bytes) : bytes_(bytes) {
-    if (bytes) D9M_CUDA_CHECK(cudaMalloc(&p_, bytes));
-  }
-  ~DeviceMemory() { cudaFree(p_); }
-  DeviceMemory(DeviceMemory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  void* get() const { return p_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* p_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 // Moves a tensor's elements, as bits of the dtype's size, with its axes permuted (cudnn_util.cuh).
 void permute(cudaStream_t s, DType t, const void* in, void* out, const std::int64_t (&dims)[4], const int (&perm)[4]) {
   if (dtype_size(t) == 2) cudnn::permute4(s, static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out), dims, perm);

@@ -155,6 +155,11 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"reduce_sum", {{"n", 10007}}},
     {"cumsum", {{"n", 10007}}},
     {"segmented_reduce", {{"n", 20011}, {"segments", 17}}},
+    // q = 0 in exact mode: softmax 1/128 = 2^-7 everywhere, and with head_dim 4 (scale 1/2) every
+    // dS has 14 fractional bits and a magnitude below 1, so dQ's sums of 128 fit f32's 24 bits.
+    // Two key blocks, so the block partials are really split.
+    {"sdpa", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
+    {"sdpa_bwd", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

@@ -23,11 +23,12 @@ const std::set<std::string> kDesignOps = {
     "resize_nearest_grad", "scatter_add",     "scatter_nd_add",       "unsorted_segment_sum",
     "crop_and_resize", "crop_and_resize_grad_image", "crop_and_resize_grad_boxes",
     // Phase 2 (issue 12): the libraries real workloads call.
-    "matmul", "matmul_batched", "symv", "spmv", "spmm", "reduce_sum", "cumsum", "segmented_reduce"};
+    "matmul", "matmul_batched", "symv", "spmv", "spmm", "reduce_sum", "cumsum", "segmented_reduce",
+    "sdpa", "sdpa_bwd"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
-const std::set<std::string> kForwardOnly = {"resize_bilinear", "resize_nearest", "crop_and_resize", "symv"};
+const std::set<std::string> kForwardOnly = {"resize_bilinear", "resize_nearest", "crop_and_resize", "symv", "sdpa"};
 
 TEST(Registry, HoldsEveryOpOfTheDesign) {
   for (const auto& name : kDesignOps) EXPECT_NE(Registry::global().find_op(name), nullptr) << name;

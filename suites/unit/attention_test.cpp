@@ -1,0 +1,150 @@
+// The attention family's own properties (kernels/attention/attention.h): its portable exp, the
+// forward against the textbook softmax, the backward against the forward's numerical gradient,
+// the causal mask, and the ordered variants' bits on any thread count.
+#include <cmath>
+#include <limits>
+
+#include "kernels/attention/attention.h"
+#include "suites/unit/kernel_harness.h"
+
+namespace d9m {
+namespace {
+
+using attention::exp_nonpositive;
+using test::config;
+using test::run_variant;
+using test::values;
+
+template <class A>
+double ulps_from_exp(A x) {
+  const long double want = std::exp(static_cast<long double>(x));
+  const A got = exp_nonpositive(x);
+  const long double ulp = std::nextafter(static_cast<A>(want), std::numeric_limits<A>::infinity()) - static_cast<A>(want);
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
+}
+
+TEST(Attention, ExpIsWithinTwoUlpsAndExactAtZero) {
+  EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(exp_nonpositive(0.0), 1.0);
+  double worst_f = 0, worst_d = 0;
+  for (int i = 0; i <= 200000; ++i) {
+    const double x = -87.0 * i / 200000.0;  // f32's normal range
+    worst_f = std::max(worst_f, ulps_from_exp(static_cast<float>(x)));
+    worst_d = std::max(worst_d, ulps_from_exp(x * 8));  // to -696, within f64's
+  }
+  EXPECT_LE(worst_f, 2.0);
+  EXPECT_LE(worst_d, 2.0);
+  // Below the normal range the result is 0, on the host and the device alike.
+  EXPECT_EQ(exp_nonpositive(-100.0f), 0.0f);
+  EXPECT_EQ(exp_nonpositive(-800.0), 0.0);
+  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
+}
+
+nlohmann::json small(bool causal) {
+  return {{"batch", 1}, {"heads", 2}, {"seq_q", 5}, {"seq_kv", 7}, {"head_dim", 3}, {"causal", causal}};
+}
+
+// o = softmax(q k^T / sqrt(D)) v in long double, with the library's exp.
+std::vector<long double> textbook_forward(const attention::Geometry& g, const std::vector<double>& q, const std::vector<double>& k,
+                                          const std::vector<double>& v) {
+  std::vector<long double> o(static_cast<std::size_t>(g.rows() * g.dim));
+  for (std::int64_t r = 0; r < g.rows(); ++r) {
+    const std::int64_t bh = r / g.seq_q, i = r % g.seq_q;
+    std::vector<long double> s;
+    for (std::int64_t j = 0; j < g.keys_for(i); ++j) {
+      long double dot = 0;
+      for (std::int64_t d = 0; d < g.dim; ++d) dot += q[r * g.dim + d] * k[(bh * g.seq_kv + j) * g.dim + d];
+      s.push_back(dot / std::sqrt(static_cast<long double>(g.dim)));
+    }
+    long double total = 0;
+    for (auto& x : s) total += (x = std::exp(x));
+    for (std::int64_t d = 0; d < g.dim; ++d)
+      for (std::size_t j = 0; j < s.size(); ++j) o[r * g.dim + d] += s[j] / total * v[(bh * g.seq_kv + j) * g.dim + d];
+  }
+  return o;
+}
+
+TEST(Attention, ForwardIsTheTextbookSoftmax) {
+  for (bool causal : {false, true}) {
+    const auto cc = config("sdpa", small(causal), "f64");
+    const auto in = make_inputs(*cc.op, cc.problem, 11);
+    const auto o = values(run_variant("sdpa", "cpu.serial", cc.problem, in));
+    const auto want = textbook_forward(cc.problem.geom<attention::Geometry>(), values(in[0]), values(in[1]), values(in[2]));
+    for (std::size_t x = 0; x < o.size(); ++x) EXPECT_NEAR(o[x], static_cast<double>(want[x]), 1e-14) << causal << " " << x;
+  }
+}
+
+TEST(Attention, CausalRowZeroIsValueRowZero) {
+  // Query 0 sees key 0 alone: softmax 1, o_0 = v_0 exactly, at every dtype.
+  for (const char* dtype : {"f32", "f16", "bf16", "f64"}) {
+    const auto cc = config("sdpa", small(true), dtype);
+    const auto in = make_inputs(*cc.op, cc.problem, 3);
+    const auto o = values(run_variant("sdpa", "cpu.serial", cc.problem, in));
+    const auto v = values(in[2]);
+    const auto& g = cc.problem.geom<attention::Geometry>();
+    for (std::int64_t bh = 0; bh < g.heads_total(); ++bh)
+      for (std::int64_t d = 0; d < g.dim; ++d)
+        EXPECT_EQ(o[(bh * g.seq_q) * g.dim + d], v[(bh * g.seq_kv) * g.dim + d]) << dtype << " head " << bh;
+  }
+}
+
+// L = sum(dO . o(q, k, v)): its central differences in f64 must match sdpa_bwd's dQ, dK and dV.
+TEST(Attention, BackwardIsTheGradientOfTheForward) {
+  for (bool causal : {false, true}) {
+    const auto fwd = config("sdpa", small(causal), "f64");
+    const auto bwd = config("sdpa_bwd", small(causal), "f64");
+    const auto& g = bwd.problem.geom<attention::Geometry>();
+    const auto in = make_inputs(*bwd.op, bwd.problem, 5);
+    const auto grads = values(run_variant("sdpa_bwd", "cpu.serial", bwd.problem, in));
+    const auto d_o = values(in[3]);
+    auto fin = make_inputs(*bwd.op, bwd.problem, 5);  // the same q, k, v (and dO, dropped): the forward's inputs
+    fin.pop_back();
+    auto loss = [&] {
+      const auto o = values(run_variant("sdpa", "cpu.serial", fwd.problem, fin, 1));
+      long double l = 0;
+      for (std::size_t x = 0; x < o.size(); ++x) l += o[x] * d_o[x];
+      return l;
+    };
+    const double h = 1e-6;
+    double worst = 0;
+    for (int t = 0; t < 3; ++t) {
+      const std::int64_t seq = t == 0 ? g.seq_q : g.seq_kv, offset = t == 0 ? 0 : t == 1 ? g.seq_q : g.seq_q + g.seq_kv;
+      for (std::int64_t x = 0; x < fin[static_cast<std::size_t>(t)].desc().numel(); ++x) {
+        double& e = fin[static_cast<std::size_t>(t)].as<double>()[x];
+        const double keep = e;
+        e = keep + h;
+        const long double up = loss();
+        e = keep - h;
+        const long double down = loss();
+        e = keep;
+        const double numeric = static_cast<double>((up - down) / (2 * h));
+        const std::int64_t bh = x / (seq * g.dim), row = x / g.dim % seq, d = x % g.dim;
+        const double analytic = grads[static_cast<std::size_t>((bh * g.packed_rows() + offset + row) * g.dim + d)];
+        worst = std::max(worst, std::fabs(numeric - analytic));
+        EXPECT_NEAR(analytic, numeric, 1e-7) << "causal " << causal << " tensor " << t << " element " << x;
+      }
+    }
+    EXPECT_LT(worst, 1e-7);
+  }
+}
+
+TEST(Attention, OrderedBackwardGivesTheSameBitsOnAnyThreadCount) {
+  const auto cc = config("sdpa_bwd", {{"batch", 2}, {"heads", 2}, {"seq_q", 160}, {"seq_kv", 200}, {"head_dim", 8}, {"causal", true}});
+  const auto in = make_inputs(*cc.op, cc.problem, 9);
+  const std::string one = test::digest(run_variant("sdpa_bwd", "cpu.ordered", cc.problem, in, 1));
+  for (unsigned t : {2u, 5u}) EXPECT_EQ(test::digest(run_variant("sdpa_bwd", "cpu.ordered", cc.problem, in, t)), one) << t;
+  // dK and dV are the serial ones' bits in every variant; only dQ is split into key blocks.
+  const auto serial = values(run_variant("sdpa_bwd", "cpu.serial", cc.problem, in));
+  const auto ordered = values(run_variant("sdpa_bwd", "cpu.ordered", cc.problem, in, 3));
+  const auto& g = cc.problem.geom<attention::Geometry>();
+  std::int64_t dq_differs = 0;
+  for (std::int64_t x = 0; x < static_cast<std::int64_t>(serial.size()); ++x) {
+    const bool dq = x / g.dim % g.packed_rows() < g.seq_q;
+    if (!dq) EXPECT_EQ(serial[static_cast<std::size_t>(x)], ordered[static_cast<std::size_t>(x)]) << x;
+    else dq_differs += serial[static_cast<std::size_t>(x)] != ordered[static_cast<std::size_t>(x)];
+  }
+  EXPECT_GT(dq_differs, 0) << "rows past key 64 see several key blocks, summed apart: they should round differently somewhere";
+}
+
+}  // namespace
+}  // namespace d9m
