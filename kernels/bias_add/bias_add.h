@@ -2,10 +2,13 @@
 //   bias_add(value[N,H,W,C], bias[C])   -> output[n,h,w,c] = value[n,h,w,c] + bias[c]
 //   bias_add_grad(out_backprop[N,H,W,C]) -> output[c] = sum over n,h,w of out_backprop[n,h,w,c]
 // The reference sums rows (n,h,w) in increasing flat order, starting from +0.
+// At every float dtype: sums and adds are in the dtype, one rounding per add (kernels/common/half.h
+// add(): a 16-bit add through f32 rounds once, as __hadd does), as atomicAdd on __half adds.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
 
 namespace d9m::bias_add {
@@ -22,9 +25,10 @@ struct Geometry {
 inline constexpr std::int64_t kRowsPerBlock = 256;
 
 // Scatter form of bias_add_grad: source = one row (n,h,w); it adds its C values to the C outputs.
+template <class T>
 struct GradRows {
   std::int64_t channels;
-  const float* out_backprop;
+  const T* out_backprop;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t row, Emit& emit) const {
@@ -35,11 +39,12 @@ struct GradRows {
 
 // bias_add as 2*N*H*W*C separate adds onto -0 (the atomic variants): sources [0, n) add value,
 // sources [n, 2n) add the broadcast bias. Two commutative addends: any order, the same bits.
+template <class T>
 struct BiasSplat {
   std::size_t elements;
   std::int64_t channels;
-  const float* value;
-  const float* bias;
+  const T* value;
+  const T* bias;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {

@@ -29,6 +29,7 @@ D9M_REGISTER_OP(OpDef{
     .summary = "output[n,h,w,c] = value[n,h,w,c] + bias[c] (NHWC)",
     .params = nhwc_params(),
     .tolerance = 0.0,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       return Problem{{op::f32("value", nhwc(p)), op::f32("bias", {p.integer("c")})},
                      op::f32("output", nhwc(p)), geometry(p)};
@@ -43,6 +44,7 @@ D9M_REGISTER_OP(OpDef{
     .summary = "output[c] = sum over n,h,w of out_backprop[n,h,w,c] (NHWC)",
     .params = nhwc_params(),
     .tolerance = 1e-4,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       return Problem{{op::f32("out_backprop", nhwc(p))}, op::f32("output", {p.integer("c")}),
                      geometry(p)};
