@@ -1,4 +1,4 @@
-// resize family, TensorFlow semantics (tf.raw_ops), NHWC, float32:
+// resize family, TensorFlow semantics (tf.raw_ops), NHWC:
 //   resize_bilinear(images[N,H,W,C], size=[OH,OW], align_corners, half_pixel_centers) -> [N,OH,OW,C]
 //   resize_bilinear_grad(grads[N,OH,OW,C], original_image[N,H,W,C], ...)             -> [N,H,W,C]
 //   resize_nearest(images, size, align_corners, half_pixel_centers)                  -> [N,OH,OW,C]
@@ -13,11 +13,16 @@
 // Nearest source index: c = half_pixel_centers ? (i + 0.5) * scale : i * scale;
 //   min(align_corners ? round(c) : floor(c), in - 1), then max(., 0) with half_pixel_centers.
 // The grads share the forward mapping (grads are at the resized size).
+// At every float dtype: coordinates and lerps are float as above; the forward interpolates in
+// Acc<T> (f32, or f64 for f64) and rounds once to the dtype; each grad contribution is g times
+// its weights in Acc<T>, rounded to the dtype, and added in the dtype (one rounding per add, as
+// PyTorch's upsample backward adds with atomicAdd on __half).
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
 
 namespace d9m::resize {
@@ -57,22 +62,23 @@ D9M_HD inline std::int64_t nearest_tap(std::int64_t i, std::int64_t in, float sc
   return k;
 }
 
-// Forward value at resized (n, oy, ox, c).
-D9M_HD inline float bilinear_value(const Geometry& g, const float* in, std::int64_t n, std::int64_t oy,
-                                   std::int64_t ox, std::int64_t c) {
+// Forward value at resized (n, oy, ox, c), rounded once to T.
+template <class T>
+D9M_HD inline T bilinear_value(const Geometry& g, const T* in, std::int64_t n, std::int64_t oy, std::int64_t ox, std::int64_t c) {
+  using A = Acc<T>;
   const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
   const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
-  const float tl = in[((n * g.h + ty.lower) * g.w + tx.lower) * g.c + c];
-  const float tr = in[((n * g.h + ty.lower) * g.w + tx.upper) * g.c + c];
-  const float bl = in[((n * g.h + ty.upper) * g.w + tx.lower) * g.c + c];
-  const float br = in[((n * g.h + ty.upper) * g.w + tx.upper) * g.c + c];
-  const float top = tl + (tr - tl) * tx.lerp;
-  const float bottom = bl + (br - bl) * tx.lerp;
-  return top + (bottom - top) * ty.lerp;
+  const A tl = widen(in[((n * g.h + ty.lower) * g.w + tx.lower) * g.c + c]);
+  const A tr = widen(in[((n * g.h + ty.lower) * g.w + tx.upper) * g.c + c]);
+  const A bl = widen(in[((n * g.h + ty.upper) * g.w + tx.lower) * g.c + c]);
+  const A br = widen(in[((n * g.h + ty.upper) * g.w + tx.upper) * g.c + c]);
+  const A top = tl + (tr - tl) * A(tx.lerp);
+  const A bottom = bl + (br - bl) * A(tx.lerp);
+  return narrow<T>(top + (bottom - top) * A(ty.lerp));
 }
 
-D9M_HD inline float nearest_value(const Geometry& g, const float* in, std::int64_t n, std::int64_t oy,
-                                  std::int64_t ox, std::int64_t c) {
+template <class T>
+D9M_HD inline T nearest_value(const Geometry& g, const T* in, std::int64_t n, std::int64_t oy, std::int64_t ox, std::int64_t c) {
   const std::int64_t y = nearest_tap(oy, g.h, g.y_scale, g.align_corners, g.half_pixel_centers);
   const std::int64_t x = nearest_tap(ox, g.w, g.x_scale, g.align_corners, g.half_pixel_centers);
   return in[((n * g.h + y) * g.w + x) * g.c + c];
@@ -89,31 +95,34 @@ D9M_HD inline Pixel pixel_of(const Geometry& g, std::size_t s) {
 
 // Scatter form of resize_bilinear_grad: source = one grads pixel (n, y, x); per channel it adds
 // g*(1-yl)*(1-xl), g*(1-yl)*xl, g*yl*(1-xl), g*yl*xl to the four taps, in that order.
+template <class T>
 struct BilinearGradTaps {
   Geometry g;
-  const float* grads;
+  const T* grads;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
+    using A = Acc<T>;
     const auto [px, n, oy, ox] = pixel_of(g, s);
     const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
     const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
-    const float iyl = 1.0f - ty.lerp, ixl = 1.0f - tx.lerp;
+    const A yl = ty.lerp, xl = tx.lerp, iyl = A(1.0f - ty.lerp), ixl = A(1.0f - tx.lerp);
     const std::int64_t top = (n * g.h + ty.lower) * g.w, bottom = (n * g.h + ty.upper) * g.w;
     for (std::int64_t c = 0; c < g.c; ++c) {
-      const float v = grads[px * g.c + c];
-      emit(static_cast<std::size_t>((top + tx.lower) * g.c + c), v * iyl * ixl);
-      emit(static_cast<std::size_t>((top + tx.upper) * g.c + c), v * iyl * tx.lerp);
-      emit(static_cast<std::size_t>((bottom + tx.lower) * g.c + c), v * ty.lerp * ixl);
-      emit(static_cast<std::size_t>((bottom + tx.upper) * g.c + c), v * ty.lerp * tx.lerp);
+      const A v = widen(grads[px * g.c + c]);
+      emit(static_cast<std::size_t>((top + tx.lower) * g.c + c), narrow<T>(v * iyl * ixl));
+      emit(static_cast<std::size_t>((top + tx.upper) * g.c + c), narrow<T>(v * iyl * xl));
+      emit(static_cast<std::size_t>((bottom + tx.lower) * g.c + c), narrow<T>(v * yl * ixl));
+      emit(static_cast<std::size_t>((bottom + tx.upper) * g.c + c), narrow<T>(v * yl * xl));
     }
   }
 };
 
 // Scatter form of resize_nearest_grad: source = one grads pixel; it adds to its nearest pixel.
+template <class T>
 struct NearestGradTaps {
   Geometry g;
-  const float* grads;
+  const T* grads;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/common/parallel.h"
 #include "kernels/resize/resize.h"
@@ -11,11 +12,11 @@ namespace d9m::resize {
 namespace {
 
 // Writes output rows [begin, end) of a forward resize; row = (n, oy).
-template <bool bilinear>
+template <bool bilinear, class T>
 void forward_rows(const KernelArgs& a, std::size_t begin, std::size_t end) {
   const auto& g = a.problem.geom<Geometry>();
-  const float* in = a.in<float>(0);
-  float* out = a.out<float>();
+  const T* in = a.in<T>(0);
+  T* out = a.out<T>();
   for (std::size_t row = begin; row < end; ++row) {
     const auto r = static_cast<std::int64_t>(row);
     const std::int64_t n = r / g.oh, oy = r % g.oh;
@@ -28,24 +29,27 @@ void forward_rows(const KernelArgs& a, std::size_t begin, std::size_t end) {
 template <bool bilinear>
 void forward_serial(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();
-  forward_rows<bilinear>(a, 0, static_cast<std::size_t>(g.n * g.oh));
+  with_float_type(a.problem.dtype, [&](auto tag) { forward_rows<bilinear, decltype(tag)>(a, 0, static_cast<std::size_t>(g.n * g.oh)); });
 }
 
 template <bool bilinear>
 void forward_ordered(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();
-  parallel_blocks(*a.exec.pool, static_cast<std::size_t>(g.n * g.oh), 4,
-                  [&](std::size_t b, std::size_t e) { forward_rows<bilinear>(a, b, e); });
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    parallel_blocks(*a.exec.pool, static_cast<std::size_t>(g.n * g.oh), 4,
+                    [&](std::size_t b, std::size_t e) { forward_rows<bilinear, decltype(tag)>(a, b, e); });
+  });
 }
 
-BilinearGradTaps bilinear_grad_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0)}; }
-NearestGradTaps nearest_grad_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0)}; }
-
-template <class Taps>
-void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
+// Taps is BilinearGradTaps or NearestGradTaps, at the config's dtype.
+template <template <class> class Taps>
+void grad(const KernelArgs& a, accumulate::Order order) {
   const auto& g = a.problem.geom<Geometry>();
-  std::memset(a.output, 0, a.problem.output.bytes());
-  accumulate::apply(order, a, static_cast<std::size_t>(g.n * g.oh * g.ow), taps_of(a));
+  std::memset(a.output, 0, a.problem.output.bytes());  // +0 in every float type
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::apply<T>(order, a, static_cast<std::size_t>(g.n * g.oh * g.ow), Taps<T>{g, a.in<T>(0)});
+  });
 }
 
 }  // namespace
@@ -60,8 +64,8 @@ D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cpu.ordered", .backend 
                        .claim = op::per_output_claim(), .run = forward_ordered<false>, .bit_equal_to = "cpu.serial"}});
 
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, bilinear_grad_taps); }));
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, nearest_grad_taps); }));
+    "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
 
 }  // namespace d9m::resize

@@ -34,7 +34,7 @@ void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
 // The forward ops: images at the small size in, the resized images out.
 OpDef forward_op(std::string name, std::string summary) {
   return OpDef{.name = std::move(name), .family = "resize", .summary = std::move(summary),
-               .params = resize_params(), .tolerance = 0.0,
+               .params = resize_params(), .tolerance = 0.0, .dtypes = op::all_float_dtypes(),
                .plan = [](const Params& p) {
                  const Geometry g = geometry(p);
                  return Problem{{op::f32("images", small(g))}, op::f32("output", large(g)), g};
@@ -51,7 +51,7 @@ D9M_REGISTER_OP(forward_op("resize_nearest", "ResizeNearestNeighbor (NHWC, TF co
 D9M_REGISTER_OP(OpDef{
     .name = "resize_bilinear_grad", .family = "resize",
     .summary = "ResizeBilinearGrad: each grads element split over 4 pixels with the bilinear weights",
-    .params = resize_params(), .tolerance = 1e-5,
+    .params = resize_params(), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       return Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))},
@@ -63,7 +63,7 @@ D9M_REGISTER_OP(OpDef{
 D9M_REGISTER_OP(OpDef{
     .name = "resize_nearest_grad", .family = "resize",
     .summary = "ResizeNearestNeighborGrad: each grads element added to its nearest source pixel",
-    .params = resize_params(), .tolerance = 1e-5,
+    .params = resize_params(), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       return Problem{{op::f32("grads", large(g))}, op::f32("output", small(g)), g};

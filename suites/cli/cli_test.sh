@@ -223,10 +223,13 @@ json.dump(env, open('$T/forged.json', 'w'))"
 fi
 
 # --- a full disk mid-run (a file size limit stands in): exit 3 naming it, nothing half-written,
-# the cases before it kept, and --resume finishes the run once there is room -------------------
-(ulimit -f 200; "$D9M" run --backend cpu -n 50 --threads 1 -q --db "$T/full.sqlite" 2> "$T/err"); check "disk full" 3 $? "$T/err" "cannot store case .*: cannot be (read or written|written)"
+# the cases before it kept, and --resume finishes the run once there is room. The cheap families
+# only: their ~80 cases of 50 trials outgrow the limit many times over, and the run stays quick
+# under the sanitizers (the whole catalogue, attention included, took minutes there) ----------
+FULL=(--backend cpu --op 'bias_add*' --op 'resize*' --op 'scatter*' --op unsorted_segment_sum --op maxpool2d_bwd --op 'crop_and_resize*')
+(ulimit -f 200; "$D9M" run "${FULL[@]}" -n 50 --threads 1 -q --db "$T/full.sqlite" 2> "$T/err"); check "disk full" 3 $? "$T/err" "cannot store case .*: cannot be (read or written|written)"
 "$D9M" verify --db "$T/full.sqlite" > "$T/v"; check "verify after a full disk" 0 $? "$T/v" "interrupted"
-"$D9M" run --backend cpu -n 50 --threads 1 -q --resume --db "$T/full.sqlite" 2> "$T/err"; check "resume after a full disk" 0 $? "$T/err" "resumed run"
+"$D9M" run "${FULL[@]}" -n 50 --threads 1 -q --resume --db "$T/full.sqlite" 2> "$T/err"; check "resume after a full disk" 0 $? "$T/err" "resumed run"
 q "
 import sqlite3
 db = sqlite3.connect('$T/full.sqlite')
