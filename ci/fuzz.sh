@@ -11,7 +11,12 @@ seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   > /dev/null
-cmake --build build/fuzz -j "$(nproc)" --target fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge d9m > build/fuzz.log 2>&1 ||
+# The seeds below are made with a d9m binary: D9M_FUZZ_SEED_D9M names one already built (ci/test.sh
+# passes its release build's, which saves building the CLI a second time here), else it is built.
+seed_d9m=${D9M_FUZZ_SEED_D9M:-}
+targets=(fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge)
+[[ -n $seed_d9m ]] || { targets+=(d9m); seed_d9m=build/fuzz/harness/d9m; }
+cmake --build build/fuzz -j "$(nproc)" --target "${targets[@]}" > build/fuzz.log 2>&1 ||
   { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
 mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store build/fuzz/corpus/baseline build/fuzz/corpus/attest build/fuzz/corpus/merge
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
@@ -21,7 +26,7 @@ cp suites/store/v1-store.sqlite build/fuzz/corpus/store/schema1.sqlite  # the mi
 seed=build/fuzz/corpus/store/seed.sqlite
 if [[ ! -s $seed ]]; then
   rm -f "$seed" "$seed-wal" "$seed-shm"
-  build/fuzz/harness/d9m run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 -n 2 --db "$seed" -q --no-canaries 2> /dev/null
+  "$seed_d9m" run --backend cpu --op bias_add_grad --config nhwc_8x16x16x32 -n 2 --db "$seed" -q --no-canaries 2> /dev/null
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$seed"
   rm -f "$seed"-wal "$seed"-shm
 fi
@@ -29,8 +34,8 @@ cp "$seed" suites/store/v1-store.sqlite build/fuzz/corpus/merge/  # merge: a rea
 # attest: a real envelope of the seed store, and its statement (the payload the target signs)
 if [[ ! -s build/fuzz/corpus/attest/envelope.json ]]; then
   openssl genpkey -algorithm ed25519 -out build/fuzz/seed-key.pem 2> /dev/null
-  build/fuzz/harness/d9m report --db "$seed" --format json -o build/fuzz/seed-report.json
-  build/fuzz/harness/d9m attest --db "$seed" --report build/fuzz/seed-report.json --key build/fuzz/seed-key.pem \
+  "$seed_d9m" report --db "$seed" --format json -o build/fuzz/seed-report.json
+  "$seed_d9m" attest --db "$seed" --report build/fuzz/seed-report.json --key build/fuzz/seed-key.pem \
     -o build/fuzz/corpus/attest/envelope.json
   python3 -c "import json,base64,sys; sys.stdout.buffer.write(base64.b64decode(json.load(open(sys.argv[1]))['payload']))" \
     build/fuzz/corpus/attest/envelope.json > build/fuzz/corpus/attest/statement.json

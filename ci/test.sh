@@ -22,20 +22,20 @@ fi
 ctest --test-dir "$build" -j "$(nproc)" --output-on-failure "${gpu_tests[@]}" "$@"
 
 if [[ ${D9M_SANITIZE:-1} == 1 ]]; then
-  echo "== ASan + UBSan: unit, CLI and CPU certification suites"
-  # Three trials per certification case: the sanitizers look for memory errors and undefined
-  # behaviour, which one trial shows as well as twenty; the statistics are the first ctest's.
-  D9M_CUDA=OFF d9m_build build/asan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON -DD9M_CERTIFY_TRIALS=3 \
+  echo "== ASan + UBSan: unit, CLI and CPU certification suites (quick profile)"
+  # The sanitizers look for memory errors and undefined behaviour, which every op and variant run
+  # once shows as well as the whole catalogue at twenty trials: the quick profile at three trials,
+  # and a quarter of the kill test's rounds. The statistics are the first ctest's.
+  D9M_CUDA=OFF d9m_build build/asan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON -DD9M_CERTIFY_TRIALS=3 -DD9M_TEST_PROFILE=quick \
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" > /dev/null
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  D9M_KILL_ROUNDS=12 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build/asan -j "$(nproc)" --output-on-failure -L 'unit|cpu' -E 'chromium'
-  echo "== TSan: the thread pool, the accumulate engines, the threaded digest"
-  # Only the unit tests run under TSan: build nothing else.
-  D9M_BUILD_TARGETS=d9m_unit_tests D9M_CUDA=OFF d9m_build build/tsan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1" \
-    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
-  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$(nproc)" --output-on-failure \
-    -R '^(ThreadPool|KernelAgreement|DigestV1)\.'
+  echo "== TSan: the thread pool, the threaded digest, the CPU variants on several thread counts (quick profile)"
+  # Only the threaded code's tests (d9m_thread_tests: kernels and harness core) run under TSan.
+  D9M_BUILD_TARGETS=d9m_thread_tests D9M_CUDA=OFF d9m_build build/tsan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON -DD9M_TEST_PROFILE=quick \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
+  TSAN_OPTIONS=halt_on_error=1 D9M_SOURCE_DIR=$PWD build/tsan/suites/d9m_thread_tests --gtest_brief=1
   echo "== libFuzzer: the catalogue parser, the store opener and baselines (fixed crashes replayed, then 20 s each)"
-  bash ci/fuzz.sh "${D9M_FUZZ_SECONDS:-20}"
+  D9M_FUZZ_SEED_D9M=$build/harness/d9m bash ci/fuzz.sh "${D9M_FUZZ_SECONDS:-20}"
 fi

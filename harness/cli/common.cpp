@@ -8,8 +8,8 @@
 
 namespace d9m::cli {
 
-Catalog load_catalog(const std::string& path) {
-  return path.empty() ? default_catalog(Registry::global()) : load_catalog_file(path, Registry::global());
+Catalog load_catalog(const std::string& path, const std::string& profile) {
+  return path.empty() ? builtin_catalog(profile, Registry::global()) : load_catalog_file(path, Registry::global());
 }
 
 void write_output(const std::string& path, const std::string& text) {

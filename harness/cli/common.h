@@ -8,8 +8,8 @@
 
 namespace d9m::cli {
 
-// The catalogue at `path`, or the built-in one when it is empty.
-Catalog load_catalog(const std::string& path);
+// The catalogue at `path`, or the built-in one of `profile` when it is empty.
+Catalog load_catalog(const std::string& path, const std::string& profile = "default");
 
 // `text` to `path` (replacing it whole, never half-written), or to standard output for "" or "-".
 void write_output(const std::string& path, const std::string& text);

@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 struct ListOptions {
-  std::string catalog, backend = "all";
+  std::string catalog, profile = "default", backend = "all";
   std::vector<std::string> ops;
   bool json = false, cases = false;
 };
@@ -24,7 +24,7 @@ struct ListOptions {
 std::string claim_text(const Claim& c) { return to_string(c.determinism) + " (" + to_string(c.source) + "): " + c.reason; }
 
 int list(const ListOptions& o) {
-  const Catalog cat = load_catalog(o.catalog);
+  const Catalog cat = load_catalog(o.catalog, o.profile);
   Selection sel;
   sel.backend = o.backend;
   sel.op_globs = o.ops;
@@ -97,7 +97,8 @@ void add_list(CLI::App& app, std::vector<Verb>& verbs) {
   auto* c = app.add_subcommand("list", "the catalogue as built: ops, variants, claims, configs");
   c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
   c->add_option("--op", o->ops, "only ops matching these globs");
-  c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  c->add_option("--profile", o->profile, "built-in catalogue profile: quick or default")->excludes(catalog);
   c->add_flag("--json", o->json, "machine-readable");
   c->add_flag("--cases", o->cases, "one case per line: op/config/variant backend");
   verbs.push_back({c, [o] { return list(*o); }});

@@ -21,7 +21,7 @@ namespace d9m::cli {
 namespace {
 
 struct RunArgs {
-  std::string catalog, backend = "all", db = "d9m.sqlite", save_outputs;
+  std::string catalog, profile = "default", backend = "all", db = "d9m.sqlite", save_outputs;
   std::vector<std::string> ops, variants, configs;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -41,7 +41,7 @@ std::string self_executable() {
 }
 
 int run(const RunArgs& a) {
-  const Catalog cat = load_catalog(a.catalog);
+  const Catalog cat = load_catalog(a.catalog, a.profile);
   const Selection sel{a.backend, a.ops, a.variants, a.configs};
   const auto cases = plan_cases(cat, Registry::global(), sel);
   if (!a.save_outputs.empty()) {
@@ -103,7 +103,8 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_option("--config", o->configs, "only configs matching these globs");
   c->add_option("--threads", o->threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
   c->add_option("--db", o->db, "store file");
-  c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
+  c->add_option("--profile", o->profile, "built-in catalogue profile: quick or default")->excludes(catalog);
   c->add_option("--save-outputs", o->save_outputs, "write inputs and first outputs as .npy under this folder");
   c->add_flag("-q,--quiet", o->quiet, "print no status table at the end");
   c->add_flag("--no-canaries", o->no_canaries, "leave out the deterministic and nondeterministic controls");

@@ -158,10 +158,10 @@ InvarianceEvidence InvarianceEvidence::from_json_text(const std::string& text) {
     }
     if (j.contains("claim")) {
       const auto& c = j.at("claim");
-      auto pick = [](const std::string& text, auto... options) {
+      auto pick = [](const std::string& value, auto... options) {
         for (auto o : {options...})
-          if (to_string(o) == text) return o;
-        throw std::invalid_argument("unknown claim value " + text);
+          if (to_string(o) == value) return o;
+        throw std::invalid_argument("unknown claim value " + value);
       };
       const std::string d = c.at("determinism").get<std::string>(), s = c.at("source").get<std::string>();
       e.claim = Claim{pick(d, Determinism::deterministic, Determinism::nondeterministic, Determinism::unknown),

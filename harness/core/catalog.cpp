@@ -139,8 +139,8 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     v.object(c, path);
     for (const auto& [key, _] : c.items())
       if (key != "op" && key != "name" && key != "params" && key != "dtype" && key != "math" && key != "seed" &&
-          key != "variants" && key != "batch_invariance")
-        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance)");
+          key != "variants" && key != "batch_invariance" && key != "quick")
+        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance, quick)");
     CatalogConfig cc;
     const std::string op_name = v.string_field(c, path, "op");
     cc.op = registry.find_op(op_name);
@@ -210,6 +210,10 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       cc.math = it->get<std::string>();
     }
 
+    if (auto it = c.find("quick"); it != c.end()) {
+      if (!it->is_boolean()) v.fail(path + ".quick", "expected true or false, got " + json_type_name(*it));
+      cc.quick = it->get<bool>();
+    }
     if (auto it = c.find("seed"); it != c.end()) {
       if (!it->is_number_unsigned())
         v.fail(path + ".seed", "expected a non-negative integer, got " + json_text(*it));
@@ -293,6 +297,31 @@ const std::string& default_catalog_text() { return embedded::default_catalog_jso
 
 Catalog default_catalog(const Registry& registry) {
   return parse_catalog(default_catalog_text(), "<default catalogue>", registry);
+}
+
+const std::vector<std::string>& profile_names() {
+  static const std::vector<std::string> names = {"quick", "default"};
+  return names;
+}
+
+Catalog builtin_catalog(const std::string& profile, const Registry& registry) {
+  if (profile == "default") return default_catalog(registry);
+  if (profile == "quick") {
+    // The quick profile is the default catalogue's configs marked "quick", as a catalogue text of
+    // its own: worker processes and --resume parse these bytes, and its digest is its own.
+    const Catalog all = default_catalog(registry);  // validates every config, quick or not
+    json root = json::parse(all.text);
+    json picked = json::array();
+    for (std::size_t i = 0; i < all.configs.size(); ++i)
+      if (all.configs[i].quick) picked.push_back(root["configs"][i]);
+    if (picked.empty()) fail_internal("<quick catalogue>: no config of the default catalogue is marked \"quick\"");
+    root["configs"] = std::move(picked);
+    root["description"] = "The quick profile: the configs of the default catalogue marked \"quick\".";
+    return parse_catalog(root.dump(1), "<quick catalogue>", registry);
+  }
+  std::string known;
+  for (const auto& n : profile_names()) known += (known.empty() ? "" : ", ") + n;
+  fail_usage("--profile: unknown profile \"" + profile + "\" (expected one of " + known + ")");
 }
 
 }  // namespace d9m

@@ -2,6 +2,8 @@
 // with a usage error that says where and what was expected.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "harness/core/catalog.h"
 #include "harness/core/error.h"
 
@@ -31,6 +33,50 @@ TEST(Catalog, DefaultCatalogueIsValidAndCoversEveryOp) {
     for (const auto& cc : c.configs) found |= cc.op == &op;
     EXPECT_TRUE(found) << op.name << " has no config in the default catalogue";
   }
+}
+
+TEST(Catalog, QuickProfileRunsEveryVariantTheDefaultOneRunsOnConfigsOfTheDefaultOne) {
+  const Registry& r = Registry::global();
+  const Catalog all = default_catalog(r);
+  const Catalog quick = builtin_catalog("quick", r);
+  EXPECT_EQ(quick.source, "<quick catalogue>");
+  EXPECT_NE(quick.digest, all.digest);
+  EXPECT_LT(quick.configs.size(), all.configs.size() / 2) << "quick is meant to be a small part of the default catalogue";
+  // The same configs (same ids, so their evidence is the same cases), each marked quick.
+  std::set<std::string> ids;
+  for (const auto& cc : all.configs)
+    if (cc.quick) ids.insert(cc.op->name + "/" + cc.name + "/" + cc.config_id);
+  std::set<std::string> quick_ids;
+  for (const auto& cc : quick.configs) quick_ids.insert(cc.op->name + "/" + cc.name + "/" + cc.config_id);
+  EXPECT_EQ(ids, quick_ids);
+  // Every (op, variant) case of the default catalogue has a quick config, and every op's batch
+  // invariance check too: a variant CI never runs could break unseen.
+  for (const auto& cc : all.configs)
+    for (const auto* v : r.variants_of(cc.op->name)) {
+      if (!cc.selects(*v)) continue;
+      bool covered = false;
+      for (const auto& q : quick.configs) covered |= q.op == cc.op && q.selects(*v);
+      EXPECT_TRUE(covered) << cc.op->name << " " << v->name << " is in no quick config";
+    }
+  for (const auto& cc : all.configs) {
+    if (!cc.batch) continue;
+    bool covered = false;
+    for (const auto& q : quick.configs) covered |= q.op == cc.op && q.batch.has_value();
+    EXPECT_TRUE(covered) << cc.op->name << ": no quick config checks batch invariance";
+  }
+  EXPECT_EQ(builtin_catalog("default", r).digest, all.digest);
+}
+
+TEST(Catalog, AnUnknownProfileOrANonBooleanQuickIsAUsageError) {
+  try {
+    builtin_catalog("fast", Registry::global());
+    ADD_FAILURE() << "accepted profile \"fast\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::usage);
+    EXPECT_NE(std::string(e.what()).find("quick, default"), std::string::npos) << e.what();
+  }
+  const std::string e = error_of(with_config(R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "quick": 1})"));
+  EXPECT_NE(e.find("configs[0].quick"), std::string::npos) << e;
 }
 
 TEST(Catalog, DigestIgnoresWhitespaceButNotContent) {

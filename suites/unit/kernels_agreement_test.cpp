@@ -1,6 +1,7 @@
 // Every CPU variant of every op computes the same op: within the op's tolerance on random
 // inputs, bit for bit on exact (integer) inputs, and ordered variants give the same bits on
-// any thread count.
+// any thread count. The catalogue-wide tests run the built-in profile D9M_TEST_PROFILE (quick in
+// the sanitizer builds; suites/CMakeLists.txt).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,8 +27,8 @@ std::vector<const VariantDef*> cpu_variants(const std::string& op) {
   return out;
 }
 
-TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheDefaultCatalogue) {
-  const Catalog cat = default_catalog(Registry::global());
+TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheBuiltInCatalogue) {
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
   for (const auto& cc : cat.configs) {
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const auto ref = test::values(run_variant(cc.op->name, "cpu.serial", cc.problem, inputs));
@@ -51,7 +52,7 @@ TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheDefaultCatalogue
 // within the dtype's tolerance of the serial reference, the ordered ones with its bits on any
 // thread count.
 TEST(KernelAgreement, OpsAtEveryPrecisionMatchTheirReferenceAndOrderedKeepItsBits) {
-  const Catalog cat = default_catalog(Registry::global());
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
   int checked = 0;
   for (const auto& base : cat.configs) {
     if (base.op->dtypes.size() < 2 || base.dtype != DType::f32) continue;
@@ -86,7 +87,7 @@ TEST(KernelAgreement, OpsAtEveryPrecisionMatchTheirReferenceAndOrderedKeepItsBit
 TEST(KernelAgreement, CpuVariantsClaimingAnotherVariantsBitsHaveThem) {
   // cpu.ordered of a scatter-form op replays the reference order per output, forward ops compute
   // each output with the reference formula: such variants claim (bit_equal_to) the serial bits.
-  const Catalog cat = default_catalog(Registry::global());
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
   std::size_t checked = 0;
   for (const auto& cc : cat.configs) {
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
@@ -109,7 +110,7 @@ TEST(KernelAgreement, CpuVariantsClaimingAnotherVariantsBitsHaveThem) {
 }
 
 TEST(KernelAgreement, OrderedVariantsGiveTheSameBitsOnAnyThreadCount) {
-  const Catalog cat = default_catalog(Registry::global());
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
   for (const auto& cc : cat.configs) {
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const std::string one = digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, 1));
@@ -179,7 +180,7 @@ TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
 // cuda.atomic's conv2d_bwd_data enumerates a thread per tap instead of per position: it must
 // emit exactly the same contributions (targets and value bits), only in another order.
 TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
-  const Catalog cat = default_catalog(Registry::global());
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
   int configs = 0;
   for (const auto& cc : cat.configs) {
     if (cc.op->name != "conv2d_bwd_data") continue;

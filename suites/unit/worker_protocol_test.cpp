@@ -32,7 +32,9 @@ TEST_P(WorkerProtocolTest, MalformedMessageFailsTheCaseNotTheRun) {
   const fs::path script = dir / "fake_worker.sh";
   {
     std::ofstream out(script);
-    out << "#!/bin/sh\nread catalog\nread request\ncat <<'EOF'\n" << GetParam().lines << "\nEOF\nsleep 30\n";
+    // `exec`: the worker's SIGKILL ends the sleep itself. A sleep left behind by a killed shell
+    // would hold the test's stderr, and ctest would wait the 30 s for it.
+    out << "#!/bin/sh\nread catalog\nread request\ncat <<'EOF'\n" << GetParam().lines << "\nEOF\nexec sleep 30\n";
   }
   fs::permissions(script, fs::perms::owner_all);
 
@@ -65,7 +67,7 @@ TEST(WorkerProtocol, FatalKeepsItsCategory) {
   const fs::path dir = fs::temp_directory_path() / ("d9m_worker_fatal_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path script = dir / "fake_worker.sh";
-  std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\necho '{\"fatal\": \"out: cannot write\", \"category\": \"environment\"}'\nsleep 30\n";
+  std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\necho '{\"fatal\": \"out: cannot write\", \"category\": \"environment\"}'\nexec sleep 30\n";
   fs::permissions(script, fs::perms::owner_all);
   const Catalog cat = default_catalog(Registry::global());
   const CatalogConfig& cc = cat.configs.front();
