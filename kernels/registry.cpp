@@ -95,6 +95,8 @@ double tolerance_for(const OpDef& op, DType dtype, const std::string& math) {
   }
 }
 
+double tolerance_for(const OpDef& op, const Problem& p) { return tolerance_for(op, p.output.dtype, p.math); }
+
 bool Registry::add(OpDef op) {
   if (find_op(op.name)) refuse("op " + op.name + " is registered twice");
   if (op.dtypes.empty() || op.dtypes.front() != DType::f32 ||

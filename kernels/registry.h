@@ -132,6 +132,9 @@ std::optional<std::string> batch_param(const OpDef& op);
 // the unit roundoff of the dtype (x 2^13 for f16 and for f32 in math mode tf32, x 2^16 for bf16,
 // x 2^-29 for f64).
 double tolerance_for(const OpDef& op, DType dtype, const std::string& math = "default");
+// The tolerance of a planned problem: at its output's dtype (an output the framework keeps f32,
+// TensorDesc::keeps_f32, is computed in f32 whatever the config's dtype) and its math mode.
+double tolerance_for(const OpDef& op, const Problem& p);
 
 // ---- variants -----------------------------------------------------------------------------
 

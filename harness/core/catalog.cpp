@@ -25,9 +25,9 @@ bool CatalogConfig::selects(const VariantDef& v) const {
 }
 
 void with_precision(Problem& p, DType dtype, const std::string& math) {
-  if (is_float(p.output.dtype)) p.output.dtype = dtype;
+  if (is_float(p.output.dtype) && !p.output.keeps_f32) p.output.dtype = dtype;
   for (auto& d : p.inputs)
-    if (is_float(d.dtype)) d.dtype = dtype;
+    if (is_float(d.dtype) && !d.keeps_f32) d.dtype = dtype;
   p.dtype = dtype;
   p.math = math;
 }

@@ -4,7 +4,8 @@
 //                 "dtype": "f16", "math": "default", "seed": 1, "variants": ["cpu.*"],
 //                 "batch_invariance": {"sizes": [1, 7]}, "quick": true}, ...]}
 // `dtype` (default "f32"; "f16", "bf16", "f64" where the op supports them) is the float type of
-// every float tensor and `math` (default "default") a library op's math mode; `seed` (default 1)
+// every float tensor (but those the framework types float32 at every precision,
+// TensorDesc::keeps_f32) and `math` (default "default") a library op's math mode; `seed` (default 1)
 // seeds the inputs; `variants` (default all) are globs over the op's variant names;
 // `batch_invariance` (ops with a batch dimension only) also runs sub-batches of the sizes named
 // and compares their rows with the full batch's (harness/core/batch_invariance.h); `quick`
@@ -54,7 +55,8 @@ inline constexpr double kMaxConfigBytes = 4.0 * 1024 * 1024 * 1024;
 // dtypes the byte limit alone kept tensors below this; 2-byte ones need the check.)
 inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 30;
 
-// Gives every float tensor of `p` the config's dtype and records dtype and math mode in it.
+// Gives every float tensor of `p` the config's dtype (but those that keep f32, TensorDesc::keeps_f32)
+// and records dtype and math mode in it.
 void with_precision(Problem& p, DType dtype, const std::string& math);
 
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry);

@@ -86,7 +86,7 @@ void grad_ordered(const KernelArgs& a) {
       for (std::size_t k = 0; k < c; ++k) p[k] = add(p[k], dy[r * c + k]);
   });
   T* out = a.out<T>();
-  std::memset(out, 0, c * sizeof(T));
+  std::fill(out, out + c, T{});  // +0
   for (std::size_t b = 0; b < blocks; ++b)
     for (std::size_t k = 0; k < c; ++k) out[k] = add(out[k], partial[b * c + k]);
 }

@@ -141,6 +141,24 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en
   }
 }
 
+// apply() for an op whose contributions are summed in Acc<T> (float at f16 and bf16) and whose
+// outputs are rounded once to T at the end, as cuDNN's convolution backprops do with a float
+// compute type: the sums go into a zeroed float buffer, then every output is narrowed. At f32
+// and f64 this is apply<T> on a.out<T>() (which the caller initialises).
+template <class T, class Enumerate>
+void apply_widened(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en) {
+  if constexpr (std::is_same_v<Acc<T>, T>) {
+    apply<T>(order, a, sources, en);
+  } else {
+    const auto n = static_cast<std::size_t>(a.problem.output.numel());
+    std::vector<Acc<T>> acc(n, Acc<T>{0});
+    KernelArgs wide{a.problem, a.inputs, acc.data(), a.exec, a.state, a.choice};
+    apply<Acc<T>>(order, wide, sources, en);
+    T* out = a.out<T>();
+    for (std::size_t i = 0; i < n; ++i) out[i] = narrow<T>(acc[i]);
+  }
+}
+
 // cpu.serial, cpu.atomic and cpu.ordered of an op written in scatter form, with the claims every
 // such triple shares, for D9M_REGISTER_VARIANTS. run(a, order) initialises the output and calls
 // apply().

@@ -195,6 +195,31 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
   else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en);
 }
 
+template <class T>
+__global__ void narrow_kernel(const Acc<T>* acc, T* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = narrow<T>(acc[i]);
+}
+
+// apply_widened() of accumulate.h on the device: contributions summed in Acc<T> (a zeroed float
+// buffer at f16 and bf16), every output rounded once to T at the end.
+template <class T, class En>
+void apply_widened(Order order, const KernelArgs& a, std::size_t sources, En en) {
+  if constexpr (std::is_same_v<Acc<T>, T>) {
+    accumulate::cuda::apply<T>(order, a, sources, en);
+  } else {
+    const auto stream = static_cast<cudaStream_t>(a.exec.stream);
+    const auto n = static_cast<std::size_t>(a.problem.output.numel());
+    if (n == 0) return;
+    DeviceBuffer acc(n * sizeof(Acc<T>), stream);
+    D9M_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.bytes(), stream));  // +0.0f
+    if (order == Order::atomic) accumulate::cuda::atomic(stream, sources, acc.get<Acc<T>>(), en);
+    else accumulate::cuda::ordered(stream, sources, n, acc.get<Acc<T>>(), en);
+    narrow_kernel<T><<<blocks_for(n), 256, 0, stream>>>(acc.get<Acc<T>>(), a.out<T>(), n);
+    D9M_CUDA_CHECK_LAUNCH();
+  }
+}
+
 // cuda.atomic and cuda.ordered of an op in scatter form, for D9M_REGISTER_VARIANTS. run(a, order)
 // initialises the output (on a.exec.stream) and calls apply(). cuda.ordered claims the bits of
 // cpu.ordered.

@@ -63,6 +63,10 @@ D9M_HD inline float to_float(Half h) {
 }
 
 D9M_HD inline float to_float(BFloat16 b) { return half_detail::bits_float(static_cast<std::uint32_t>(b.bits) << 16); }
+// Every storage type as a float, as TensorFlow's kernels read a T input with static_cast<float>:
+// exact but for double, which rounds to nearest.
+D9M_HD inline float to_float(float f) { return f; }
+D9M_HD inline float to_float(double d) { return static_cast<float>(d); }
 
 // Rounds `value` (an unsigned integer carrying `shift` bits below the target's last bit) to
 // nearest, ties to even.

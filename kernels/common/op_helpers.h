@@ -41,6 +41,8 @@ inline std::int64_t checked_product(std::initializer_list<std::int64_t> factors,
 inline std::vector<DType> all_float_dtypes() { return {DType::f32, DType::f16, DType::bf16, DType::f64}; }
 
 inline TensorDesc f32(std::string name, Shape shape) { return {std::move(name), DType::f32, std::move(shape)}; }
+// A float32 tensor at every config dtype (TensorDesc::keeps_f32).
+inline TensorDesc f32_always(std::string name, Shape shape) { return {std::move(name), DType::f32, std::move(shape), true}; }
 inline TensorDesc i32(std::string name, Shape shape) { return {std::move(name), DType::i32, std::move(shape)}; }
 
 inline Claim deterministic(std::string reason) {

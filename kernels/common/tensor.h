@@ -44,6 +44,9 @@ struct TensorDesc {
   std::string name;
   DType dtype = DType::f32;
   Shape shape;
+  // A float tensor the framework types as float32 at every precision (TensorFlow's boxes and
+  // crops of crop_and_resize): a config's dtype leaves it f32 (with_precision, harness/core).
+  bool keeps_f32 = false;
 
   std::int64_t numel() const { return d9m::numel(shape); }
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype); }

@@ -20,7 +20,9 @@
 //   for kh, kw (input position in range), ci, co:
 //     bwd_data:   dx[n, ih, iw, ci]   += dy[n, oh, ow, co] * w[kh, kw, ci, co]
 //     bwd_filter: dw[kh, kw, ci, co]  += x[n, ih, iw, ci]  * dy[n, oh, ow, co]
-// Products are rounded before they are added (no fma): the build turns contraction off.
+// Products are rounded before they are added (no fma): the build turns contraction off. At f16
+// and bf16 the backprops multiply and sum in float and round each output once to the dtype at the
+// end (accumulate::apply_widened), as cuDNN does with its float compute type; at f64 in double.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -63,25 +65,27 @@ D9M_HD inline Position position_of(const Geometry& g, std::size_t s) {
   return {pos / g.x.out / g.y.out, (pos / g.x.out) % g.y.out, pos % g.x.out};
 }
 
-// Scatter form of conv2d_bwd_data: source = forward output position (n, oh, ow).
+// Scatter form of conv2d_bwd_data: source = forward output position (n, oh, ow). T is the
+// storage type; products and sums are in Acc<T> (accumulate::apply_widened).
+template <class T>
 struct BwdDataTaps {
   Geometry g;
-  const float* filter;
-  const float* out_backprop;
+  const T* filter;
+  const T* out_backprop;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
     const Position at = position_of(g, s);
     const std::int64_t n = at.n, oh = at.oh, ow = at.ow;
-    const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
+    const T* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
-    const float* w = filter;
+    const T* w = filter;
     taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
       const std::int64_t dx_base = ((n * gg.y.in + ih) * gg.x.in + iw) * gg.ci;
-      const float* w_tap = w + (kh * gg.x.k + kw) * gg.ci * gg.co;
+      const T* w_tap = w + (kh * gg.x.k + kw) * gg.ci * gg.co;
       for (std::int64_t ci = 0; ci < gg.ci; ++ci)
         for (std::int64_t co = 0; co < gg.co; ++co)
-          emit(static_cast<std::size_t>(dx_base + ci), dy[co] * w_tap[ci * gg.co + co]);
+          emit(static_cast<std::size_t>(dx_base + ci), widen(dy[co]) * widen(w_tap[ci * gg.co + co]));
     });
   }
 };
@@ -92,10 +96,11 @@ struct BwdDataTaps {
 // apart in time: on an H100 that gave one digest in 1000 trials on every config. A thread per
 // tap makes those adds concurrent, as in the atomic kernels this variant models. Addition order
 // is free here (the ordered variants keep BwdDataTaps and its reference order).
+template <class T>
 struct BwdDataTapSplit {
   Geometry g;
-  const float* filter;
-  const float* out_backprop;
+  const T* filter;
+  const T* out_backprop;
 
   D9M_HD std::size_t taps_per_position() const { return static_cast<std::size_t>(g.y.k * g.x.k); }
 
@@ -107,33 +112,36 @@ struct BwdDataTapSplit {
     const std::int64_t ih = at.oh * g.y.stride - g.y.pad_before + kh * g.y.dilation;
     const std::int64_t iw = at.ow * g.x.stride - g.x.pad_before + kw * g.x.dilation;
     if (ih < 0 || ih >= g.y.in || iw < 0 || iw >= g.x.in) return;
-    const float* dy = out_backprop + static_cast<std::int64_t>(p) * g.co;
-    const float* w_tap = filter + (kh * g.x.k + kw) * g.ci * g.co;
+    const T* dy = out_backprop + static_cast<std::int64_t>(p) * g.co;
+    const T* w_tap = filter + (kh * g.x.k + kw) * g.ci * g.co;
     const std::int64_t dx_base = ((at.n * g.y.in + ih) * g.x.in + iw) * g.ci;
     for (std::int64_t ci = 0; ci < g.ci; ++ci)
-      for (std::int64_t co = 0; co < g.co; ++co) emit(static_cast<std::size_t>(dx_base + ci), dy[co] * w_tap[ci * g.co + co]);
+      for (std::int64_t co = 0; co < g.co; ++co)
+        emit(static_cast<std::size_t>(dx_base + ci), widen(dy[co]) * widen(w_tap[ci * g.co + co]));
   }
 };
 
-// Scatter form of conv2d_bwd_filter: source = forward output position (n, oh, ow).
+// Scatter form of conv2d_bwd_filter: source = forward output position (n, oh, ow); products
+// and sums in Acc<T>.
+template <class T>
 struct BwdFilterTaps {
   Geometry g;
-  const float* input;
-  const float* out_backprop;
+  const T* input;
+  const T* out_backprop;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {
     const Position at = position_of(g, s);
     const std::int64_t n = at.n, oh = at.oh, ow = at.ow;
-    const float* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
+    const T* dy = out_backprop + static_cast<std::int64_t>(s) * g.co;
     const Geometry& gg = g;
-    const float* x = input;
+    const T* x = input;
     taps(g, oh, ow, [&](std::int64_t ih, std::int64_t iw, std::int64_t kh, std::int64_t kw) {
-      const float* x_row = x + ((n * gg.y.in + ih) * gg.x.in + iw) * gg.ci;
+      const T* x_row = x + ((n * gg.y.in + ih) * gg.x.in + iw) * gg.ci;
       const std::int64_t dw_base = (kh * gg.x.k + kw) * gg.ci * gg.co;
       for (std::int64_t ci = 0; ci < gg.ci; ++ci)
         for (std::int64_t co = 0; co < gg.co; ++co)
-          emit(static_cast<std::size_t>(dw_base + ci * gg.co + co), x_row[ci] * dy[co]);
+          emit(static_cast<std::size_t>(dw_base + ci * gg.co + co), widen(x_row[ci]) * widen(dy[co]));
     });
   }
 };
@@ -157,11 +165,6 @@ D9M_HD inline std::int64_t channel_chunks(const Geometry& g) { return (g.ci + kC
 // Parts of one output: every filter tap (in range or not: a tap in the padding adds nothing)
 // times every channel chunk.
 D9M_HD inline std::int64_t parts_per_output(const Geometry& g) { return g.y.k * g.x.k * channel_chunks(g); }
-
-// Storage type <-> the float accumulator (f32, f16 and bf16 all accumulate in float).
-D9M_HD inline float widen(float v) { return v; }
-D9M_HD inline float widen(Half v) { return to_float(v); }
-D9M_HD inline float widen(BFloat16 v) { return to_float(v); }
 
 // Calls f with a value of the storage type of conv2d's dtype (float, Half or BFloat16).
 template <class F>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/common/accumulate.h"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/common/parallel.h"
 #include "kernels/conv/conv.h"
@@ -18,13 +19,16 @@
 namespace d9m::conv {
 namespace {
 
-BwdDataTaps bwd_data_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1)}; }
-BwdFilterTaps bwd_filter_taps(const KernelArgs& a) { return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1)}; }
-
-template <class Taps>
-void run(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
-  std::memset(a.output, 0, a.problem.output.bytes());
-  accumulate::apply(order, a, positions(a.problem.geom<Geometry>()), taps_of(a));
+// A backprop at the config's dtype: Taps is BwdDataTaps or BwdFilterTaps (both read their two
+// inputs in order), summed in Acc<T> and rounded once (accumulate::apply_widened).
+template <template <class> class Taps>
+void backprop(const KernelArgs& a, accumulate::Order order) {
+  std::memset(a.output, 0, a.problem.output.bytes());  // +0 in every float type
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const auto& g = a.problem.geom<Geometry>();
+    accumulate::apply_widened<T>(order, a, positions(g), Taps<T>{g, a.in<T>(0), a.in<T>(1)});
+  });
 }
 
 // Outputs per task of cpu.ordered and cpu.atomic.
@@ -85,9 +89,7 @@ D9M_REGISTER_VARIANTS({
      .run = [](const KernelArgs& a) { with_forward_type(a.problem.dtype, [&](auto t) { forward_atomic<decltype(t)>(a); }); }},
 });
 
-D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_data_taps); }));
-D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order o) { run(a, o, bwd_filter_taps); }));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("conv2d_bwd_data", backprop<BwdDataTaps>));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("conv2d_bwd_filter", backprop<BwdFilterTaps>));
 
 }  // namespace d9m::conv

@@ -8,6 +8,7 @@
 //                 same-address atomics could be a fixed lane order).
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/conv/conv.h"
 
@@ -71,22 +72,36 @@ D9M_REGISTER_VARIANTS({
      .bit_equal_to = "cpu.serial"},
 });
 
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "conv2d_bwd_data", [](const KernelArgs& a, accumulate::Order order) {
-      const auto& g = a.problem.geom<Geometry>();
-      cuda::zero_output(a);
-      if (order == accumulate::Order::atomic) {
-        const BwdDataTapSplit split{g, a.in<float>(0), a.in<float>(1)};
-        accumulate::cuda::apply(order, a, positions(g) * split.taps_per_position(), split);
-      } else {
-        accumulate::cuda::apply(order, a, positions(g), BwdDataTaps{g, a.in<float>(0), a.in<float>(1)});
-      }
-    }));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "conv2d_bwd_filter", [](const KernelArgs& a, accumulate::Order order) {
-      const auto& g = a.problem.geom<Geometry>();
-      cuda::zero_output(a);
-      accumulate::cuda::apply(order, a, positions(g), BwdFilterTaps{g, a.in<float>(0), a.in<float>(1)});
-    }));
+namespace {
+
+// The backprops at the config's dtype, summed in Acc<T> and rounded once (apply_widened). The
+// atomic bwd_data takes a thread per (position, tap) (BwdDataTapSplit, conv.h).
+void bwd_data(const KernelArgs& a, accumulate::Order order) {
+  const auto& g = a.problem.geom<Geometry>();
+  cuda::zero_output(a);
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (order == accumulate::Order::atomic) {
+      const BwdDataTapSplit<T> split{g, a.in<T>(0), a.in<T>(1)};
+      accumulate::cuda::apply_widened<T>(order, a, positions(g) * split.taps_per_position(), split);
+    } else {
+      accumulate::cuda::apply_widened<T>(order, a, positions(g), BwdDataTaps<T>{g, a.in<T>(0), a.in<T>(1)});
+    }
+  });
+}
+
+void bwd_filter(const KernelArgs& a, accumulate::Order order) {
+  const auto& g = a.problem.geom<Geometry>();
+  cuda::zero_output(a);
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::cuda::apply_widened<T>(order, a, positions(g), BwdFilterTaps<T>{g, a.in<T>(0), a.in<T>(1)});
+  });
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("conv2d_bwd_data", bwd_data));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("conv2d_bwd_filter", bwd_filter));
 
 }  // namespace d9m::conv

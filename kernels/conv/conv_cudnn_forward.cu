@@ -80,12 +80,6 @@ cudnnMathType_t math_type(const Problem& p) {
   return CUDNN_DEFAULT_MATH;
 }
 
-// Moves a tensor's elements, as bits of the dtype's size, with its axes permuted (cudnn_util.cuh).
-void permute(cudaStream_t s, DType t, const void* in, void* out, const std::int64_t (&dims)[4], const int (&perm)[4]) {
-  if (dtype_size(t) == 2) cudnn::permute4(s, static_cast<const std::uint16_t*>(in), static_cast<std::uint16_t*>(out), dims, perm);
-  else cudnn::permute4(s, static_cast<const std::uint32_t*>(in), static_cast<std::uint32_t*>(out), dims, perm);
-}
-
 // What every cuDNN forward variant works with: a handle on the trial's stream, and the input,
 // filter and output in cuDNN's layouts (NCHW, KCRS, NCHW), zeroed until the first trial.
 struct CudnnView {
@@ -104,14 +98,14 @@ struct CudnnView {
     const auto& g = a.problem.geom<Geometry>();
     const auto s = static_cast<cudaStream_t>(a.exec.stream);
     const std::int64_t x_dims[4] = {g.n, g.y.in, g.x.in, g.ci}, w_dims[4] = {g.y.k, g.x.k, g.ci, g.co};
-    permute(s, a.problem.dtype, a.inputs[0], x.get(), x_dims, {0, 3, 1, 2});  // NHWC -> NCHW
-    permute(s, a.problem.dtype, a.inputs[1], w.get(), w_dims, {3, 2, 0, 1});  // HWIO -> KCRS
+    cudnn::permute4(s, a.problem.dtype, a.inputs[0], x.get(), x_dims, {0, 3, 1, 2});  // NHWC -> NCHW
+    cudnn::permute4(s, a.problem.dtype, a.inputs[1], w.get(), w_dims, {3, 2, 0, 1});  // HWIO -> KCRS
   }
 
   void write_output(const KernelArgs& a) const {
     const auto& g = a.problem.geom<Geometry>();
     const std::int64_t y_dims[4] = {g.n, g.co, g.y.out, g.x.out};
-    permute(static_cast<cudaStream_t>(a.exec.stream), a.problem.dtype, y.get(), a.output, y_dims, {0, 2, 3, 1});  // NCHW -> NHWC
+    cudnn::permute4(static_cast<cudaStream_t>(a.exec.stream), a.problem.dtype, y.get(), a.output, y_dims, {0, 2, 3, 1});  // NCHW -> NHWC
   }
 };
 

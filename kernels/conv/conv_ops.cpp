@@ -55,6 +55,7 @@ D9M_REGISTER_OP(OpDef{
     .summary = "Conv2DBackpropInput: gradient of a 2-D convolution w.r.t. its input (NHWC, HWIO)",
     .params = conv_params(),
     .tolerance = 1e-4,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       return Problem{{op::f32("filter", filter_shape(g)), op::f32("out_backprop", dy_shape(g))},
@@ -70,6 +71,7 @@ D9M_REGISTER_OP(OpDef{
     .summary = "Conv2DBackpropFilter: gradient of a 2-D convolution w.r.t. its filter (NHWC, HWIO)",
     .params = conv_params(),
     .tolerance = 1e-4,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       return Problem{{op::f32("input", input_shape(g)), op::f32("out_backprop", dy_shape(g))},

@@ -10,11 +10,17 @@
 // bilinear: top = floor(in_y), bottom = ceil(in_y), y_lerp = in_y - top (likewise x);
 // nearest: round(in_y), round(in_x). The formulas and their evaluation order follow
 // TensorFlow's CPU kernels (crop_and_resize_op.cc), including its double-precision 0.5 terms.
+//
+// Precision, as TensorFlow types the ops: image (and grad_image's output) take the config's
+// dtype; boxes, crops, grads and grad_boxes' output are float32 at every dtype. Image values are
+// read as float (static_cast<float>), every computation is in float, and grad_image rounds each
+// contribution to the dtype and adds it there (static_cast<T> then +=, or GpuAtomicAdd on T).
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
 
 namespace d9m::crop_and_resize {
@@ -47,8 +53,9 @@ D9M_HD inline float sample_at(float lo, float hi, I crop, I extent, I i) {
 
 D9M_HD inline bool outside(float v, I extent) { return v < 0 || v > static_cast<float>(extent - 1); }
 
-// Forward value of crop element (k, y, x, c).
-D9M_HD inline float crop_value(const Geometry& g, const float* image, const float* boxes,
+// Forward value of crop element (k, y, x, c); T is the image's storage type.
+template <class T>
+D9M_HD inline float crop_value(const Geometry& g, const T* image, const float* boxes,
                                const std::int32_t* box_ind, I k, I y, I x, I c) {
   const Box bx = box_at(boxes, box_ind, k);
   const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
@@ -57,15 +64,15 @@ D9M_HD inline float crop_value(const Geometry& g, const float* image, const floa
   if (outside(in_x, g.w)) return g.extrapolation_value;
   if (!g.bilinear) {
     const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
-    return image[((bx.b * g.h + cy) * g.w + cx) * g.c + c];
+    return to_float(image[((bx.b * g.h + cy) * g.w + cx) * g.c + c]);
   }
   const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
   const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
   const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
-  const float tl = image[((bx.b * g.h + top) * g.w + left) * g.c + c];
-  const float tr = image[((bx.b * g.h + top) * g.w + right) * g.c + c];
-  const float bl = image[((bx.b * g.h + bottom) * g.w + left) * g.c + c];
-  const float br = image[((bx.b * g.h + bottom) * g.w + right) * g.c + c];
+  const float tl = to_float(image[((bx.b * g.h + top) * g.w + left) * g.c + c]);
+  const float tr = to_float(image[((bx.b * g.h + top) * g.w + right) * g.c + c]);
+  const float bl = to_float(image[((bx.b * g.h + bottom) * g.w + left) * g.c + c]);
+  const float br = to_float(image[((bx.b * g.h + bottom) * g.w + right) * g.c + c]);
   const float t = tl + (tr - tl) * xl;
   const float bt = bl + (br - bl) * xl;
   return t + (bt - t) * yl;
@@ -91,7 +98,9 @@ D9M_HD inline bool sample_of(const Geometry& g, const float* boxes, const std::i
   return !outside(out.in_x, g.w);
 }
 
-// Scatter form of crop_and_resize_grad_image: source = crop pixel (k, y, x).
+// Scatter form of crop_and_resize_grad_image: source = crop pixel (k, y, x); T is the output's
+// storage type, each float contribution rounded to it.
+template <class T>
 struct GradImageTaps {
   Geometry g;
   const float* grads;
@@ -111,25 +120,27 @@ struct GradImageTaps {
       const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
       for (I c = 0; c < g.c; ++c) {
         const float dtop = (1 - yl) * dy[c];
-        emit(static_cast<std::size_t>(((base + top) * g.w + left) * g.c + c), (1 - xl) * dtop);
-        emit(static_cast<std::size_t>(((base + top) * g.w + right) * g.c + c), xl * dtop);
+        emit(static_cast<std::size_t>(((base + top) * g.w + left) * g.c + c), from_float<T>((1 - xl) * dtop));
+        emit(static_cast<std::size_t>(((base + top) * g.w + right) * g.c + c), from_float<T>(xl * dtop));
         const float dbottom = yl * dy[c];
-        emit(static_cast<std::size_t>(((base + bottom) * g.w + left) * g.c + c), (1 - xl) * dbottom);
-        emit(static_cast<std::size_t>(((base + bottom) * g.w + right) * g.c + c), xl * dbottom);
+        emit(static_cast<std::size_t>(((base + bottom) * g.w + left) * g.c + c), from_float<T>((1 - xl) * dbottom));
+        emit(static_cast<std::size_t>(((base + bottom) * g.w + right) * g.c + c), from_float<T>(xl * dbottom));
       }
     } else {
       const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
-      for (I c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(((base + cy) * g.w + cx) * g.c + c), dy[c]);
+      for (I c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(((base + cy) * g.w + cx) * g.c + c), from_float<T>(dy[c]));
     }
   }
 };
 
 // Scatter form of crop_and_resize_grad_boxes: source = crop pixel (k, y, x); it adds to the
-// four coordinates of box k, in TensorFlow's order y1, y2, x1, x2 per channel.
+// four coordinates of box k, in TensorFlow's order y1, y2, x1, x2 per channel. T is the image's
+// storage type; the output is float.
+template <class T>
 struct GradBoxesTaps {
   Geometry g;
   const float* grads;
-  const float* image;
+  const T* image;
   const float* boxes;
   const std::int32_t* box_ind;
 
@@ -147,14 +158,15 @@ struct GradBoxesTaps {
     const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
     const auto kk = static_cast<std::size_t>(k);
     const float* dy = grads + px * g.c;
-    const float* tl = image + ((bx.b * g.h + top) * g.w + left) * g.c;
-    const float* tr = image + ((bx.b * g.h + top) * g.w + right) * g.c;
-    const float* bl = image + ((bx.b * g.h + bottom) * g.w + left) * g.c;
-    const float* br = image + ((bx.b * g.h + bottom) * g.w + right) * g.c;
+    const T* tl_row = image + ((bx.b * g.h + top) * g.w + left) * g.c;
+    const T* tr_row = image + ((bx.b * g.h + top) * g.w + right) * g.c;
+    const T* bl_row = image + ((bx.b * g.h + bottom) * g.w + left) * g.c;
+    const T* br_row = image + ((bx.b * g.h + bottom) * g.w + right) * g.c;
     const double half_h = 0.5 * static_cast<double>(g.h - 1), half_w = 0.5 * static_cast<double>(g.w - 1);
     for (I c = 0; c < g.c; ++c) {
-      float image_grad_y = (1 - xl) * (bl[c] - tl[c]) + xl * (br[c] - tr[c]);
-      float image_grad_x = (1 - yl) * (tr[c] - tl[c]) + yl * (br[c] - bl[c]);
+      const float tl = to_float(tl_row[c]), tr = to_float(tr_row[c]), bl = to_float(bl_row[c]), br = to_float(br_row[c]);
+      float image_grad_y = (1 - xl) * (bl - tl) + xl * (br - tr);
+      float image_grad_x = (1 - yl) * (tr - tl) + yl * (br - bl);
       image_grad_y *= dy[c];
       image_grad_x *= dy[c];
       if (g.crop_h > 1) {

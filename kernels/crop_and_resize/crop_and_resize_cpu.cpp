@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/common/parallel.h"
 #include "kernels/crop_and_resize/crop_and_resize.h"
@@ -10,10 +11,11 @@
 namespace d9m::crop_and_resize {
 namespace {
 
-// Forward rows [begin, end), row = (k, y).
+// Forward rows [begin, end), row = (k, y); T is the image's storage type (crops are float).
+template <class T>
 void crop_rows(const KernelArgs& a, std::size_t begin, std::size_t end) {
   const auto& g = a.problem.geom<Geometry>();
-  const float* image = a.in<float>(0);
+  const T* image = a.in<T>(0);
   const float* boxes = a.in<float>(1);
   const auto* box_ind = a.in<std::int32_t>(2);
   float* crops = a.out<float>();
@@ -25,41 +27,52 @@ void crop_rows(const KernelArgs& a, std::size_t begin, std::size_t end) {
   }
 }
 
-void crop_serial(const KernelArgs& a) {
+template <class T>
+void crop_serial(const KernelArgs& a, T) {
   const auto& g = a.problem.geom<Geometry>();
-  crop_rows(a, 0, static_cast<std::size_t>(g.boxes * g.crop_h));
+  crop_rows<T>(a, 0, static_cast<std::size_t>(g.boxes * g.crop_h));
 }
 
-void crop_ordered(const KernelArgs& a) {
+template <class T>
+void crop_ordered(const KernelArgs& a, T) {
   const auto& g = a.problem.geom<Geometry>();
   parallel_blocks(*a.exec.pool, static_cast<std::size_t>(g.boxes * g.crop_h), 4,
-                  [&](std::size_t b, std::size_t e) { crop_rows(a, b, e); });
+                  [&](std::size_t b, std::size_t e) { crop_rows<T>(a, b, e); });
 }
 
-GradImageTaps grad_image_taps(const KernelArgs& a) {
-  return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1), a.in<std::int32_t>(2)};
-}
-
-GradBoxesTaps grad_boxes_taps(const KernelArgs& a) {
-  return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1), a.in<float>(2), a.in<std::int32_t>(3)};
-}
-
-template <class Taps>
-void grad(const KernelArgs& a, accumulate::Order order, Taps&& taps_of) {
+std::size_t crop_pixels(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();
+  return static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w);
+}
+
+// grad_image adds in the dtype (its output's); grad_boxes in float (its output is f32).
+void grad_image(const KernelArgs& a, accumulate::Order order) {
+  std::memset(a.output, 0, a.problem.output.bytes());  // +0 in every float type
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::apply<T>(order, a, crop_pixels(a),
+                         GradImageTaps<T>{a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1), a.in<std::int32_t>(2)});
+  });
+}
+
+void grad_boxes(const KernelArgs& a, accumulate::Order order) {
   std::memset(a.output, 0, a.problem.output.bytes());
-  accumulate::apply(order, a, static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w), taps_of(a));
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::apply<float>(order, a, crop_pixels(a),
+                             GradBoxesTaps<T>{a.problem.geom<Geometry>(), a.in<float>(0), a.in<T>(1), a.in<float>(2),
+                                              a.in<std::int32_t>(3)});
+  });
 }
 
 }  // namespace
 
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
-                       .claim = op::serial_claim(), .run = crop_serial}});
+                       .claim = op::serial_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_serial(a, t); })}});
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
-                       .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.serial"}});
-D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_image_taps); }));
-D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
-    "crop_and_resize_grad_boxes", [](const KernelArgs& a, accumulate::Order o) { grad(a, o, grad_boxes_taps); }));
+                       .claim = op::per_output_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_ordered(a, t); }),
+                       .bit_equal_to = "cpu.serial"}});
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("crop_and_resize_grad_image", grad_image));
+D9M_REGISTER_VARIANTS(accumulate::cpu_variants("crop_and_resize_grad_boxes", grad_boxes));
 
 }  // namespace d9m::crop_and_resize

@@ -1,15 +1,17 @@
 // CUDA variants of the crop_and_resize family.
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/crop_and_resize/crop_and_resize.h"
 
 namespace d9m::crop_and_resize {
 namespace {
 
-void crop_ordered(const KernelArgs& a) {
+template <class T>
+void crop_ordered(const KernelArgs& a, T) {
   const Geometry g = a.problem.geom<Geometry>();
-  const float* image = a.in<float>(0);
+  const T* image = a.in<T>(0);
   const float* boxes = a.in<float>(1);
   const std::int32_t* box_ind = a.in<std::int32_t>(2);
   float* crops = a.out<float>();
@@ -20,23 +22,38 @@ void crop_ordered(const KernelArgs& a) {
   });
 }
 
+std::size_t crop_pixels(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  return static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w);
+}
+
+// grad_image adds in the dtype (atomicAdd on __half, as TensorFlow's GpuAtomicAdd on T);
+// grad_boxes in float.
+void grad_image(const KernelArgs& a, accumulate::Order o) {
+  cuda::zero_output(a);
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::cuda::apply<T>(o, a, crop_pixels(a),
+                               GradImageTaps<T>{a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(1), a.in<std::int32_t>(2)});
+  });
+}
+
+void grad_boxes(const KernelArgs& a, accumulate::Order o) {
+  cuda::zero_output(a);
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    accumulate::cuda::apply<float>(o, a, crop_pixels(a),
+                                   GradBoxesTaps<T>{a.problem.geom<Geometry>(), a.in<float>(0), a.in<T>(1), a.in<float>(2),
+                                                    a.in<std::int32_t>(3)});
+  });
+}
+
 }  // namespace
 
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
-                       .claim = op::per_output_claim(), .run = crop_ordered, .bit_equal_to = "cpu.ordered"}});
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "crop_and_resize_grad_image", [](const KernelArgs& a, accumulate::Order o) {
-      const auto& g = a.problem.geom<Geometry>();
-      cuda::zero_output(a);
-      accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w),
-                              GradImageTaps{g, a.in<float>(0), a.in<float>(1), a.in<std::int32_t>(2)});
-    }));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
-    "crop_and_resize_grad_boxes", [](const KernelArgs& a, accumulate::Order o) {
-      const auto& g = a.problem.geom<Geometry>();
-      cuda::zero_output(a);
-      accumulate::cuda::apply(o, a, static_cast<std::size_t>(g.boxes * g.crop_h * g.crop_w),
-                              GradBoxesTaps{g, a.in<float>(0), a.in<float>(1), a.in<float>(2), a.in<std::int32_t>(3)});
-    }));
+                       .claim = op::per_output_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_ordered(a, t); }),
+                       .bit_equal_to = "cpu.ordered"}});
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("crop_and_resize_grad_image", grad_image));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("crop_and_resize_grad_boxes", grad_boxes));
 
 }  // namespace d9m::crop_and_resize

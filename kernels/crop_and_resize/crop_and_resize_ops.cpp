@@ -57,11 +57,11 @@ Shape crops_shape(const Geometry& g) { return {g.boxes, g.crop_h, g.crop_w, g.c}
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize", .family = "crop_and_resize",
     .summary = "CropAndResize: bilinear or nearest samples of normalised boxes (NHWC)",
-    .params = params(true, true), .tolerance = 0.0,
+    .params = params(true, true), .tolerance = 0.0, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, true, true);
-      return Problem{{op::f32("image", image_shape(g)), op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
-                     op::f32("crops", crops_shape(g)), g};
+      return Problem{{op::f32("image", image_shape(g)), op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
+                     op::f32_always("crops", crops_shape(g)), g};
     },
     .fill = fill_tensor_boxes_indices,
     // The boxes are the batch (ROIAlign's region proposals): the image is shared by every box.
@@ -70,10 +70,10 @@ D9M_REGISTER_OP(OpDef{
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_image", .family = "crop_and_resize",
     .summary = "CropAndResizeGradImage: crop gradients scattered back onto the image",
-    .params = params(true, false), .tolerance = 1e-5,
+    .params = params(true, false), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, true);
-      return Problem{{op::f32("grads", crops_shape(g)), op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
+      return Problem{{op::f32_always("grads", crops_shape(g)), op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
                      op::f32("output", image_shape(g)), g};
     },
     .fill = fill_tensor_boxes_indices});
@@ -81,12 +81,12 @@ D9M_REGISTER_OP(OpDef{
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_boxes", .family = "crop_and_resize",
     .summary = "CropAndResizeGradBoxes: gradient w.r.t. the box coordinates (bilinear)",
-    .params = params(false, false), .tolerance = 1e-4,
+    .params = params(false, false), .tolerance = 1e-4, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, false);
-      return Problem{{op::f32("grads", crops_shape(g)), op::f32("image", image_shape(g)),
-                      op::f32("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
-                     op::f32("output", {g.boxes, 4}), g};
+      return Problem{{op::f32_always("grads", crops_shape(g)), op::f32("image", image_shape(g)),
+                      op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
+                     op::f32_always("output", {g.boxes, 4}), g};
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       const auto& g = pr.geom<Geometry>();

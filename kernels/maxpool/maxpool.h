@@ -5,11 +5,14 @@
 // maximum in scan order (kh, then kw), as TensorFlow's kernels compare with a strict '>'.
 // Padded positions never win. Overlapping windows (kernel > stride) add into shared positions;
 // the reference adds windows in increasing (n, oh, ow, c) order. orig_output is the forward max
-// pool of orig_input, generated so the arguments are consistent.
+// pool of orig_input, generated so the arguments are consistent. At f16/bf16/f64 every tensor has
+// that dtype; maxima are compared exactly (widened), and each window's gradient is added at its
+// argmax in the dtype (one rounding per add, as PyTorch's atomicAdd on __half).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/half.h"
 #include "kernels/common/hd.h"
 #include "kernels/common/window.h"
 
@@ -22,10 +25,11 @@ struct Geometry {
 
 // Flat NHWC index of the first maximum of the window at (n, oh, ow, c), or -1 if the window
 // lies entirely in padding (impossible with TensorFlow's padding, kept for safety).
-D9M_HD inline std::int64_t argmax(const Geometry& g, const float* in, std::int64_t n, std::int64_t oh,
-                           std::int64_t ow, std::int64_t c) {
+template <class T>
+D9M_HD inline std::int64_t argmax(const Geometry& g, const T* in, std::int64_t n, std::int64_t oh, std::int64_t ow,
+                                  std::int64_t c) {
   std::int64_t best = -1;
-  float best_value = 0.0f;
+  Acc<T> best_value = 0;
   for (std::int64_t kh = 0; kh < g.y.k; ++kh) {
     const std::int64_t ih = oh * g.y.stride - g.y.pad_before + kh;
     if (ih < 0 || ih >= g.y.in) continue;
@@ -33,9 +37,9 @@ D9M_HD inline std::int64_t argmax(const Geometry& g, const float* in, std::int64
       const std::int64_t iw = ow * g.x.stride - g.x.pad_before + kw;
       if (iw < 0 || iw >= g.x.in) continue;
       const std::int64_t idx = ((n * g.y.in + ih) * g.x.in + iw) * g.c + c;
-      if (best < 0 || in[idx] > best_value) {
+      if (best < 0 || widen(in[idx]) > best_value) {
         best = idx;
-        best_value = in[idx];
+        best_value = widen(in[idx]);
       }
     }
   }
@@ -44,10 +48,11 @@ D9M_HD inline std::int64_t argmax(const Geometry& g, const float* in, std::int64
 
 // Scatter form: source = one window (n, oh, ow, c) in flat NHWC order of grad; it adds its
 // gradient at the window's first maximum.
+template <class T>
 struct WindowGrads {
   Geometry g;
-  const float* orig_input;
-  const float* grad;
+  const T* orig_input;
+  const T* grad;
 
   template <class Emit>
   D9M_HD void operator()(std::size_t s, Emit& emit) const {

@@ -2,23 +2,21 @@
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/maxpool/maxpool.h"
 
 namespace d9m::maxpool {
-namespace {
-
-WindowGrads windows(const KernelArgs& a) {
-  return {a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(2)};
-}
-
-}  // namespace
 
 // Output starts at zero: positions that are no window's maximum get no gradient.
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "maxpool2d_bwd", [](const KernelArgs& a, accumulate::Order order) {
-      std::memset(a.output, 0, a.problem.output.bytes());
-      accumulate::apply(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()), windows(a));
+      std::memset(a.output, 0, a.problem.output.bytes());  // +0 in every float type
+      with_float_type(a.problem.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        accumulate::apply<T>(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()),
+                             WindowGrads<T>{a.problem.geom<Geometry>(), a.in<T>(0), a.in<T>(2)});
+      });
     }));
 
 }  // namespace d9m::maxpool

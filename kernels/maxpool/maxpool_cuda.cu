@@ -2,6 +2,7 @@
 // sort-based ordered form.
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
+#include "kernels/common/float_dispatch.h"
 #include "kernels/maxpool/maxpool.h"
 
 namespace d9m::maxpool {
@@ -9,8 +10,11 @@ namespace d9m::maxpool {
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "maxpool2d_bwd", [](const KernelArgs& a, accumulate::Order order) {
       cuda::zero_output(a);
-      accumulate::cuda::apply(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()),
-                              WindowGrads{a.problem.geom<Geometry>(), a.in<float>(0), a.in<float>(2)});
+      with_float_type(a.problem.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        accumulate::cuda::apply<T>(order, a, static_cast<std::size_t>(a.problem.inputs[2].numel()),
+                                   WindowGrads<T>{a.problem.geom<Geometry>(), a.in<T>(0), a.in<T>(2)});
+      });
     }));
 
 }  // namespace d9m::maxpool

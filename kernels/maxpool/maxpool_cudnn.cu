@@ -23,8 +23,9 @@ Prepared prepare(cudnnPoolingMode_t mode, const Problem& p, const ExecContext& e
   auto st = std::make_shared<State>();
   D9M_CUDNN_CHECK(cudnnSetStream(st->handle.get(), static_cast<cudaStream_t>(exec.stream)));
   const auto I = cudnn::descriptor_int;
-  D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->x_desc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, I(g.n), I(g.c), I(g.y.in), I(g.x.in)));
-  D9M_CUDNN_CHECK(cudnnSetTensor4dDescriptor(st->y_desc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, I(g.n), I(g.c), I(g.y.out), I(g.x.out)));
+  const cudnnDataType_t t = cudnn::data_type(p.dtype);
+  D9M_CUDNN_SUPPORTED(cudnnSetTensor4dDescriptor(st->x_desc.get(), CUDNN_TENSOR_NHWC, t, I(g.n), I(g.c), I(g.y.in), I(g.x.in)));
+  D9M_CUDNN_SUPPORTED(cudnnSetTensor4dDescriptor(st->y_desc.get(), CUDNN_TENSOR_NHWC, t, I(g.n), I(g.c), I(g.y.out), I(g.x.out)));
   D9M_CUDNN_CHECK(cudnnSetPooling2dDescriptor(st->pool.get(), mode, CUDNN_NOT_PROPAGATE_NAN, I(g.y.k), I(g.x.k),
                                               I(g.y.pad_before), I(g.x.pad_before), I(g.y.stride), I(g.x.stride)));
   return {st, std::nullopt};
@@ -32,10 +33,15 @@ Prepared prepare(cudnnPoolingMode_t mode, const Problem& p, const ExecContext& e
 
 void run(const KernelArgs& a) {
   auto& st = *static_cast<State*>(a.state);
-  const float alpha = 1.0f, beta = 0.0f;
+  // cuDNN reads alpha and beta as double for double data, as float otherwise.
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const double alpha_d = 1.0, beta_d = 0.0;
+  const bool f64 = a.problem.dtype == DType::f64;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
   // (orig_input, orig_output, grad) = (x, y, dy); the output is dx.
-  D9M_CUDNN_CHECK(cudnnPoolingBackward(st.handle.get(), st.pool.get(), &alpha, st.y_desc.get(), a.inputs[1], st.y_desc.get(),
-                                       a.inputs[2], st.x_desc.get(), a.inputs[0], &beta, st.x_desc.get(), a.output));
+  D9M_CUDNN_SUPPORTED(cudnnPoolingBackward(st.handle.get(), st.pool.get(), alpha, st.y_desc.get(), a.inputs[1], st.y_desc.get(),
+                                           a.inputs[2], st.x_desc.get(), a.inputs[0], beta, st.x_desc.get(), a.output));
 }
 
 }  // namespace

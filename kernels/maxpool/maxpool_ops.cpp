@@ -23,7 +23,7 @@ void fill(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
     for (std::int64_t oh = 0; oh < g.y.out; ++oh)
       for (std::int64_t ow = 0; ow < g.x.out; ++ow)
         for (std::int64_t c = 0; c < g.c; ++c) {
-          const std::int64_t a = argmax(g, x, n, oh, ow, c);
+          const std::int64_t a = argmax<float>(g, x, n, oh, ow, c);
           y[((n * g.y.out + oh) * g.x.out + ow) * g.c + c] = a < 0 ? 0.0f : x[a];
         }
   fill::floats(in[2], mode);
@@ -41,6 +41,7 @@ D9M_REGISTER_OP(OpDef{
                op::integer("stride_w", "horizontal stride"),
                op::choice_or("padding", "VALID", {"VALID", "SAME"}, "TensorFlow padding")},
     .tolerance = 1e-5,
+    .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       const Shape in{g.n, g.y.in, g.x.in, g.c}, out{g.n, g.y.out, g.x.out, g.c};

@@ -3,7 +3,7 @@
 # 50 that hit a run in progress), spread over the whole run, and every fourth time kill the resume
 # too. After each kill the store must pass SQLite's integrity check and show the run interrupted;
 # `d9m run --resume` with the same arguments must complete that same run (no second run), pass
-# `d9m verify`, and give exactly the cases, trial counts and digests of an uninterrupted run
+# `d9m verify`, and give exactly the cases, trial counts, digests and batch-invariance results of an uninterrupted run
 # (statuses too, except those of atomic and autotune variants, which race or follow the timing by design).
 # Usage: kill_test.sh path/to/d9m
 set -u
@@ -92,10 +92,13 @@ key = lambda r: (r["op"], r["config"], r["variant"])
 a = {key(r): r for r in ref["results"]}
 b = {key(r): r for r in got["results"]}
 assert a.keys() == b.keys(), f"cases differ: {sorted(set(a) ^ set(b))[:5]}"
+assert any(r.get("invariance") for r in ref["results"]), "the reference holds no batch-invariance evidence to compare"
 for k in a:
     assert b[k]["trials"] == a[k]["trials"], (k, b[k]["trials"], a[k]["trials"])
     if a[k]["role"] not in ("atomic", "autotune"):  # these race, or follow the timing, by design
         assert (b[k]["status"], b[k]["digest"]) == (a[k]["status"], a[k]["digest"]), (k, b[k]["status"], a[k]["status"])
+        # batch-invariance evidence survives the kill too: stored once, with the case
+        assert b[k].get("invariance") == a[k].get("invariance"), (k, b[k].get("invariance"), a[k].get("invariance"))
 # one trial row per trial, no case twice
 dup = db.execute("select count(*) from (select case_id from case_runs group by run_id, case_id having count(*) > 1)").fetchone()[0]
 assert dup == 0

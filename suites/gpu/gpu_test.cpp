@@ -168,11 +168,11 @@ CaseOutcome run_case(const VariantDef& v, const Problem& p, const std::vector<Ho
 
 // How far a CUDA variant may be from the serial reference, relative to 1 + max|reference|.
 double tolerance(const OpDef& op, const Problem& p, const VariantDef& v) {
-  if (v.name.rfind("cudnn.", 0) != 0) return std::max(tolerance_for(op, p.dtype, p.math), 1e-5);
+  if (v.name.rfind("cudnn.", 0) != 0) return std::max(tolerance_for(op, p), 1e-5);
   // cuDNN's FFT and Winograd algorithms round differently from direct summation; and conv2d's
   // math mode "default" is CUDNN_DEFAULT_MATH, which permits TF32 tensor cores for f32.
   const std::string math = op.name == "conv2d" && p.math == "default" ? "tf32" : p.math;
-  return std::max(tolerance_for(op, p.dtype, math), 1e-3);
+  return std::max(tolerance_for(op, p.output.dtype, math), 1e-3);
 }
 
 TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementationClaims) {
@@ -269,7 +269,7 @@ TEST(CusparseVariants, DocumentedDeterministicPathsRepeatAndAllMatchTheReference
     const auto r = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
     double max_ref = 0;
     for (double x : r) max_ref = std::max(max_ref, std::fabs(x));
-    const double tol = std::max(tolerance_for(*cc.op, cc.problem.dtype), 1e-5) * (1 + max_ref);
+    const double tol = std::max(tolerance_for(*cc.op, cc.problem), 1e-5) * (1 + max_ref);
     const bool transposed = cc.problem.geom<sparse::Geometry>().transpose;
     for (const auto* v : Registry::global().variants_of(cc.op->name)) {
       if (v->name.rfind("cusparse.", 0) != 0) continue;
@@ -569,7 +569,7 @@ TEST(CubVariants, DeterministicLevelsRepeatTheirBitsOver50CallsNearTheReference)
     const auto ref = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
     double max_ref = 0;
     for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
-    const double tol = tolerance_for(*cc.op, cc.problem.dtype) * (1 + max_ref);
+    const double tol = tolerance_for(*cc.op, cc.problem) * (1 + max_ref);
     for (const auto* v : Registry::global().variants_of(cc.op->name)) {
       if (v->name.rfind("cub.", 0) != 0 || v->claim.determinism != Determinism::deterministic) continue;
       const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;

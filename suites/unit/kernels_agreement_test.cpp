@@ -37,7 +37,7 @@ TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheBuiltInCatalogue
       ASSERT_TRUE(std::isfinite(x)) << cc.op->name << "/" << cc.name;
       max_ref = std::max(max_ref, std::fabs(static_cast<double>(x)));
     }
-    const double tol = tolerance_for(*cc.op, cc.problem.dtype, cc.problem.math) * (1 + max_ref);
+    const double tol = tolerance_for(*cc.op, cc.problem) * (1 + max_ref);
     for (const auto* v : cpu_variants(cc.op->name)) {
       const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs));
       double worst = 0;
@@ -58,13 +58,14 @@ TEST(KernelAgreement, OpsAtEveryPrecisionMatchTheirReferenceAndOrderedKeepItsBit
     if (base.op->dtypes.size() < 2 || base.dtype != DType::f32) continue;
     for (DType dtype : base.op->dtypes) {
       const CatalogConfig cc = config(base.op->name, base.params_json, std::string(dtype_short_name(dtype)));
-      ASSERT_EQ(cc.problem.output.dtype, dtype);
+      ASSERT_EQ(cc.problem.dtype, dtype);
+      ASSERT_TRUE(cc.problem.output.dtype == dtype || cc.problem.output.keeps_f32) << cc.op->name;
       const auto inputs = make_inputs(*cc.op, cc.problem, base.seed);
       const HostTensor serial = run_variant(cc.op->name, "cpu.serial", cc.problem, inputs);
       const auto ref = test::values(serial);
       double max_ref = 0;
       for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
-      const double tol = tolerance_for(*cc.op, dtype) * (1 + max_ref);
+      const double tol = tolerance_for(*cc.op, cc.problem) * (1 + max_ref);
       const std::string what = cc.op->name + "/" + base.name + " in " + std::string(dtype_short_name(dtype));
       for (const auto* v : cpu_variants(cc.op->name)) {
         const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs, 3));
@@ -180,10 +181,11 @@ TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
 // cuda.atomic's conv2d_bwd_data enumerates a thread per tap instead of per position: it must
 // emit exactly the same contributions (targets and value bits), only in another order.
 TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
-  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
+  // Every f32 config of the default catalogue (the emitters only run here: cheap in any build).
+  const Catalog cat = default_catalog(Registry::global());
   int configs = 0;
   for (const auto& cc : cat.configs) {
-    if (cc.op->name != "conv2d_bwd_data") continue;
+    if (cc.op->name != "conv2d_bwd_data" || cc.dtype != DType::f32) continue;
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const auto& g = cc.problem.geom<conv::Geometry>();
     const auto* w = inputs[0].as<float>();
@@ -199,8 +201,8 @@ TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
     };
     std::vector<Pair> by_position, by_tap;
     Collect a{&by_position}, b{&by_tap};
-    const conv::BwdDataTaps taps{g, w, dy};
-    const conv::BwdDataTapSplit split{g, w, dy};
+    const conv::BwdDataTaps<float> taps{g, w, dy};
+    const conv::BwdDataTapSplit<float> split{g, w, dy};
     for (std::size_t s = 0; s < conv::positions(g); ++s) taps(s, a);
     for (std::size_t s = 0; s < conv::positions(g) * split.taps_per_position(); ++s) split(s, b);
     ASSERT_FALSE(by_position.empty()) << cc.name;
@@ -209,7 +211,7 @@ TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
     EXPECT_EQ(by_position, by_tap) << cc.name;
     ++configs;
   }
-  EXPECT_EQ(configs, 3);
+  EXPECT_GE(configs, 3);
 }
 
 }  // namespace

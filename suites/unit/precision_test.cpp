@@ -201,13 +201,13 @@ TEST_F(PrecisionConfigTest, ConfigsNameTheirDtypeAndMathAndBadOnesAreUsageErrors
   EXPECT_NE(usage_error(R"(, "dtype": 16)").find("configs[0].dtype"), std::string::npos);
   EXPECT_NE(usage_error(R"(, "math": "tf32")").find("configs[0].math: scatter_add offers the math modes \"default\", got \"tf32\""),
             std::string::npos);
-  const std::string pool = R"({"schema": "d9m.catalog/1", "configs": [{"op": "maxpool2d_bwd", "name": "c",
-        "params": {"n": 1, "h": 4, "w": 4, "c": 3, "ksize_h": 2, "ksize_w": 2, "stride_h": 2, "stride_w": 2}, "dtype": "f16"}]})";
+  const std::string conv = R"({"schema": "d9m.catalog/1", "configs": [{"op": "conv2d", "name": "c",
+        "params": {"n": 1, "h": 4, "w": 4, "ci": 3, "co": 2, "kh": 2, "kw": 2}, "dtype": "f64"}]})";
   try {
-    parse_catalog(pool, "cat.json", Registry::global());
-    ADD_FAILURE() << "maxpool2d_bwd has no f16 variants yet";
+    parse_catalog(conv, "cat.json", Registry::global());
+    ADD_FAILURE() << "conv2d has no f64 variants";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("maxpool2d_bwd runs in \"f32\", got \"f16\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("conv2d runs in \"f32\", \"f16\", \"bf16\", got \"f64\""), std::string::npos) << e.what();
   }
 }
 
@@ -278,6 +278,52 @@ TEST_F(PrecisionConfigTest, TheStoreKeepsThePrecisionUnderTheCaseId) {
   const auto problems = verify_store(s).problems;
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems.front().find("id does not match its content"), std::string::npos) << problems.front();
+}
+
+// The conv backprops at f16 and bf16 multiply and sum in float and round each output once (as
+// cuDNN with its float compute type): bit for bit the f32 op on the same (rounded) values, rounded.
+TEST(PrecisionSemantics, ConvBackpropsAtHalfSumInFloatAndRoundOnce) {
+  const nlohmann::json params = {{"n", 2}, {"h", 8}, {"w", 8}, {"ci", 4}, {"co", 8}, {"kh", 3}, {"kw", 3}};
+  for (const std::string op : {"conv2d_bwd_data", "conv2d_bwd_filter"})
+    for (const std::string dtype : {"f16", "bf16"}) {
+      const CatalogConfig half = test::config(op, params, dtype), f32 = test::config(op, params);
+      const auto in_half = make_inputs(*half.op, half.problem, 1);
+      const auto in_f32 = test::inputs_from(f32.problem, {test::values(in_half[0]), test::values(in_half[1])});
+      const auto wide = test::values(test::run_variant(op, "cpu.serial", f32.problem, in_f32));
+      const HostTensor out = test::run_variant(op, "cpu.serial", half.problem, in_half);
+      ASSERT_EQ(out.desc().dtype, half.problem.dtype);
+      int differ = 0;
+      for (std::size_t i = 0; i < wide.size(); ++i) {
+        const auto f = static_cast<float>(wide[i]);
+        const std::uint16_t want = dtype == "f16" ? half_from_float(f).bits : bfloat16_from_float(f).bits;
+        const std::uint16_t got = dtype == "f16" ? out.as<Half>()[i].bits : out.as<BFloat16>()[i].bits;
+        differ += want != got;
+      }
+      EXPECT_EQ(differ, 0) << op << " in " << dtype;
+    }
+}
+
+// crop_and_resize types its tensors as TensorFlow does: at f16 the image is f16, boxes and crops
+// stay f32, and the crops are the f32 op's on the rounded image, bit for bit; grad_image's output
+// takes the dtype, grad_boxes' stays f32.
+TEST(PrecisionSemantics, CropAndResizeKeepsTensorFlowsFloat32Tensors) {
+  const nlohmann::json params = {{"batch", 2}, {"h", 9}, {"w", 9}, {"c", 3}, {"boxes", 5}, {"crop_h", 4}, {"crop_w", 4}};
+  const CatalogConfig half = test::config("crop_and_resize", params, "f16"), f32 = test::config("crop_and_resize", params);
+  EXPECT_EQ(half.problem.inputs[0].dtype, DType::f16);
+  EXPECT_EQ(half.problem.inputs[1].dtype, DType::f32);
+  EXPECT_EQ(half.problem.output.dtype, DType::f32);
+  const auto in_half = make_inputs(*half.op, half.problem, 1);
+  const auto in_f32 =
+      test::inputs_from(f32.problem, {test::values(in_half[0]), test::values(in_half[1]), test::values(in_half[2])});
+  EXPECT_EQ(test::digest(test::run_variant("crop_and_resize", "cpu.serial", half.problem, in_half)),
+            test::digest(test::run_variant("crop_and_resize", "cpu.serial", f32.problem, in_f32)));
+  const nlohmann::json grad_params = {{"batch", 2}, {"h", 9}, {"w", 9}, {"c", 3}, {"boxes", 5}, {"crop_h", 4}, {"crop_w", 4}};
+  const CatalogConfig image = test::config("crop_and_resize_grad_image", grad_params, "bf16");
+  EXPECT_EQ(image.problem.inputs[0].dtype, DType::f32);  // grads
+  EXPECT_EQ(image.problem.output.dtype, DType::bf16);
+  const CatalogConfig boxes = test::config("crop_and_resize_grad_boxes", grad_params, "f64");
+  EXPECT_EQ(boxes.problem.inputs[1].dtype, DType::f64);  // image
+  EXPECT_EQ(boxes.problem.output.dtype, DType::f32);
 }
 
 }  // namespace

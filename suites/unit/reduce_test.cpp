@@ -71,7 +71,7 @@ TEST(ReduceFamily, ToleranceAcceptsReorderingsAndRejectsMostDroppedChunks) {
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
     const double serial = values(test::run_variant("reduce_sum", "cpu.serial", cc.problem, inputs))[0];
     const double ordered = values(test::run_variant("reduce_sum", "cpu.ordered", cc.problem, inputs))[0];
-    const double bound = tolerance_for(*cc.op, cc.problem.dtype) * (1 + std::fabs(serial));
+    const double bound = tolerance_for(*cc.op, cc.problem) * (1 + std::fabs(serial));
     EXPECT_LE(std::fabs(ordered - serial), bound / 2) << name << ": a reordering needs less than half the bound";
     EXPECT_NE(ordered, serial) << name << ": the tree and the serial sum should round differently";
     RecordProperty(std::string("reordering_over_bound_") + name, std::to_string(std::fabs(ordered - serial) / bound));
