@@ -41,7 +41,9 @@ if [[ ! -s build/fuzz/corpus/attest/envelope.json ]]; then
     build/fuzz/corpus/attest/envelope.json > build/fuzz/corpus/attest/statement.json
 fi
 found=0
-for t in fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge; do
+targets=(fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge)
+# First every target replays the inputs that once crashed it (a regression fails the script).
+for t in "${targets[@]}"; do
   kind=${t#fuzz_}
   shopt -s nullglob
   regressions=(suites/fuzz/regressions/$kind/*)
@@ -51,14 +53,29 @@ for t in fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge; do
     build/fuzz/suites/fuzz/$t "${regressions[@]}" > build/fuzz/replay.log 2>&1 ||
       { cat build/fuzz/replay.log; echo "REGRESSION: $t crashes again on a fixed input"; exit 1; }
   fi
-  echo "== $t: ${seconds}s of fuzzing"
-  set +o pipefail
+done
+# Then each fuzzes for the budget, as many at once as there are cores (each target is one
+# process on one core; its findings go to build/fuzz/crashes/).
+fuzz_one() {
+  local t=$1 rc=0
   ASAN_OPTIONS=detect_leaks=1 build/fuzz/suites/fuzz/$t -max_total_time="$seconds" -max_len=65536 \
-    -artifact_prefix=build/fuzz/crashes/ build/fuzz/corpus/$kind > build/fuzz/$t.log 2>&1
-  rc=$?
-  set -o pipefail
-  grep -E "^Done|ERROR|SUMMARY|what\(\)" build/fuzz/$t.log | tail -3
-  if ((rc != 0)); then
+    -artifact_prefix=build/fuzz/crashes/$t- build/fuzz/corpus/${t#fuzz_} > build/fuzz/$t.log 2>&1 || rc=$?
+  echo $rc > build/fuzz/$t.rc
+}
+echo "== fuzzing ${targets[*]}: ${seconds}s each, $(nproc) at a time"
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if ((running >= $(nproc))); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+for t in "${targets[@]}"; do
+  echo "== $t: $(grep -E "^Done|ERROR|SUMMARY|what\(\)" build/fuzz/$t.log | tail -3 | tr '\n' ' ')"
+  if [[ $(cat build/fuzz/$t.rc) != 0 ]]; then
     found=1
     echo "FINDING: $t crashed; the input is in build/fuzz/crashes/ (log: build/fuzz/$t.log)"
   fi

@@ -112,6 +112,12 @@ D9M_HD inline float add(float a, float b) { return a + b; }
 D9M_HD inline double add(double a, double b) { return a + b; }
 D9M_HD inline Half add(Half a, Half b) { return half_from_float(to_float(a) + to_float(b)); }
 D9M_HD inline BFloat16 add(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) + to_float(b)); }
+// The one rounding multiply: the float product of two 16-bit values is exact (11 + 11 and 8 + 8
+// significand bits), so rounding it once is the correctly rounded product (as __hmul).
+D9M_HD inline float mul(float a, float b) { return a * b; }
+D9M_HD inline double mul(double a, double b) { return a * b; }
+D9M_HD inline Half mul(Half a, Half b) { return half_from_float(to_float(a) * to_float(b)); }
+D9M_HD inline BFloat16 mul(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) * to_float(b)); }
 
 // The accumulation type of storage type T, as cuBLAS's and cuSPARSE's CUDA_R_32F compute: f32 for
 // f32, f16 and bf16, f64 for f64. widen() into it is exact; narrow() out of it rounds once.

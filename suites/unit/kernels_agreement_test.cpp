@@ -162,6 +162,12 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // Two key blocks, so the block partials are really split.
     {"sdpa", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
     {"sdpa_bwd", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
+    // Integers sum exactly; prod's exact data are +-1; a maximum is exact anyway. 64 rows per
+    // segment on average, many across the atomic variant's tasks.
+    {"segment_sum", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
+    {"segment_mean", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
+    {"segment_prod", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
+    {"segment_max", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

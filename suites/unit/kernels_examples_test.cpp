@@ -2,6 +2,7 @@
 // gradient to its forward op: <forward(x), g> == <x, grad(g)> (summed in double), which holds
 // only if the gradient scatters exactly where the forward op gathers.
 #include <cmath>
+#include <limits>
 
 #include "kernels/common/counter_rng.h"
 #include "kernels/sparse/sparse.h"
@@ -122,6 +123,22 @@ TEST(Examples, ScatterFamily) {
   cc = config("unsorted_segment_sum", {{"rows", 4}, {"depth", 2}, {"num_segments", 2}});
   expect_all_variants("unsorted_segment_sum", cc, inputs_from(cc.problem, {{1, 2, 3, 4, 5, 6, 7, 8}, {1, -1, 1, 0}}),
                       {7, 8, 6, 8});
+}
+
+TEST(Examples, SegmentReductions) {
+  // Rows (1, 2), (3, 4), (5, 6), (-7, 0.5) with sorted ids 0, 0, 2, 2 into 4 segments: segment 1
+  // and 3 are empty and hold the reduction's empty value (0, 0, 1, the lowest float).
+  const nlohmann::json params = {{"rows", 4}, {"depth", 2}, {"num_segments", 4}};
+  const std::vector<double> data{1, 2, 3, 4, 5, 6, -7, 0.5}, ids{0, 0, 2, 2};
+  const float lowest = -std::numeric_limits<float>::max();
+  auto cc = config("segment_sum", params);
+  expect_all_variants("segment_sum", cc, inputs_from(cc.problem, {data, ids}), {4, 6, 0, 0, -2, 6.5, 0, 0});
+  cc = config("segment_mean", params);
+  expect_all_variants("segment_mean", cc, inputs_from(cc.problem, {data, ids}), {2, 3, 0, 0, -1, 3.25, 0, 0});
+  cc = config("segment_prod", params);
+  expect_all_variants("segment_prod", cc, inputs_from(cc.problem, {data, ids}), {3, 8, 1, 1, -35, 3, 1, 1});
+  cc = config("segment_max", params);
+  expect_all_variants("segment_max", cc, inputs_from(cc.problem, {data, ids}), {3, 4, lowest, lowest, 5, 6, lowest, lowest});
 }
 
 TEST(Examples, CropAndResize) {

@@ -1,0 +1,86 @@
+// segment family, TensorFlow semantics (segment_reduction_ops: SegmentSum, SegmentMean,
+// SegmentProd, SegmentMax), values in the config's dtype, int32 segment ids sorted ascending:
+//   segment_<r>(data[R,D], segment_ids[R]; num_segments S) -> output[S,D]
+//   output[s,:] = the reduction of the rows data[r,:] with segment_ids[r] == s, in increasing r
+// TensorFlow sizes the output segment_ids[R-1] + 1; here S is a parameter and the fill makes the
+// last id S - 1 (ids drawn in [0, S) and sorted: segment lengths vary and some are empty).
+// Empty segments hold what TensorFlow writes there: 0 (sum, mean), 1 (prod), and the dtype's
+// lowest finite value (max, Eigen's NumTraits<T>::lowest()).
+// Every step is one operation in the dtype with one rounding (half.h add/mul), as the atomics of
+// TensorFlow's GPU kernels on T; mean is the segment's sum divided by its row count, in Acc<T>,
+// rounded once. max is exact in any order, so its atomic variants are deterministic by
+// construction, and claim it: an atomic is not proof of nondeterminism.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/half.h"
+#include "kernels/common/hd.h"
+
+namespace d9m::segment {
+
+enum class Reduction { sum, mean, prod, max };
+
+struct Geometry {
+  std::int64_t rows = 0, depth = 0, segments = 0;
+  Reduction reduction = Reduction::sum;
+};
+
+// The lowest finite value of T.
+template <class T>
+D9M_HD inline T lowest() {
+  if constexpr (std::is_same_v<T, float>) return -3.40282347e38f;
+  else if constexpr (std::is_same_v<T, double>) return -1.7976931348623157e308;
+  else if constexpr (std::is_same_v<T, Half>) return Half{0xFBFFu};  // -65504
+  else return BFloat16{0xFF7Fu};                                     // -(2 - 2^-7) * 2^127
+}
+
+// The value a segment starts from (and an empty one keeps, but mean's, which is 0 either way).
+template <class T>
+D9M_HD inline T identity(Reduction r) {
+  switch (r) {
+    case Reduction::prod: return from_float<T>(1.0f);
+    case Reduction::max: return lowest<T>();
+    default: return T{};  // +0: all bits zero in every float type
+  }
+}
+
+// One step of the reduction: acc op value, one rounding.
+template <class T>
+D9M_HD inline T combine(Reduction r, T acc, T value) {
+  switch (r) {
+    case Reduction::prod: return mul(acc, value);
+    case Reduction::max: return widen(value) > widen(acc) ? value : acc;
+    default: return add(acc, value);
+  }
+}
+
+// mean's last step: the sum over `count` rows divided by the count (0 for an empty segment).
+template <class T>
+D9M_HD inline T mean_of(T sum, std::int64_t count) {
+  if (count == 0) return T{};
+  return narrow<T>(widen(sum) / static_cast<Acc<T>>(count));
+}
+
+// First row of segment s: the number of ids below s (the ids are sorted).
+D9M_HD inline std::int64_t segment_start(const std::int32_t* ids, std::int64_t rows, std::int64_t s) {
+  std::int64_t lo = 0, hi = rows;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (ids[mid] < s) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// Output element (s, k) by gathering its segment's rows in increasing r: the reference order,
+// with memory that grows with the output only (the ordered variants).
+template <class T>
+D9M_HD inline T gather(const Geometry& g, const T* data, const std::int32_t* ids, std::int64_t s, std::int64_t k) {
+  const std::int64_t begin = segment_start(ids, g.rows, s), end = segment_start(ids, g.rows, s + 1);
+  T acc = identity<T>(g.reduction);
+  for (std::int64_t r = begin; r < end; ++r) acc = combine(g.reduction, acc, data[r * g.depth + k]);
+  return g.reduction == Reduction::mean ? mean_of(acc, end - begin) : acc;
+}
+
+}  // namespace d9m::segment
