@@ -39,9 +39,9 @@ inline constexpr std::size_t kOrderedChunk = 512;
 inline constexpr std::size_t kOrderedRanges = 256;
 
 // The storage type T of the output is float (every family), or double, Half or BFloat16 (the
-// families that run at other precisions). Each contribution is added in T with one rounding
-// (half.h add()), as the frameworks' atomicAdd on __half does: the order of adds shows in every
-// type, most in the 16-bit ones.
+// families that run at other precisions), or int32 (histogram counts, exact in any order). Each
+// contribution is added in T with one rounding (half.h add()), as the frameworks' atomicAdd on
+// __half does: the order of adds shows in every float type, most in the 16-bit ones.
 
 template <class T, class Enumerate>
 void serial(std::size_t sources, T* out, Enumerate&& en) {
@@ -49,11 +49,11 @@ void serial(std::size_t sources, T* out, Enumerate&& en) {
   for (std::size_t s = 0; s < sources; ++s) en(s, emit);
 }
 
-// One atomic add in T: fetch_add for float and double, a compare-and-swap loop on the bits for
-// the 16-bit types (as CUDA's atomicAdd on __half is built where the hardware lacks one).
+// One atomic add in T: fetch_add for float, double and int32 counters, a compare-and-swap loop on
+// the bits for the 16-bit types (as CUDA's atomicAdd on __half is built where the hardware lacks one).
 template <class T>
 void atomic_add(T* p, T v) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
     std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
   } else {
     std::atomic_ref<std::uint16_t> bits(p->bits);

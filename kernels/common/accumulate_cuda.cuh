@@ -30,6 +30,7 @@ namespace d9m::accumulate::cuda {
 // on sm_70+ and sm_80+: the frameworks' half-precision scatter kernels).
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(std::int32_t* p, std::int32_t v) { atomicAdd(reinterpret_cast<int*>(p), static_cast<int>(v)); }
 __device__ inline void atomic_add(Half* p, Half v) { atomicAdd(reinterpret_cast<__half*>(p), __ushort_as_half(v.bits)); }
 __device__ inline void atomic_add(BFloat16* p, BFloat16 v) {
   atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), __ushort_as_bfloat16(v.bits));

@@ -112,6 +112,9 @@ D9M_HD inline float add(float a, float b) { return a + b; }
 D9M_HD inline double add(double a, double b) { return a + b; }
 D9M_HD inline Half add(Half a, Half b) { return half_from_float(to_float(a) + to_float(b)); }
 D9M_HD inline BFloat16 add(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) + to_float(b)); }
+// Integer counters (histograms) add exactly.
+D9M_HD inline std::int32_t add(std::int32_t a, std::int32_t b) { return a + b; }
+
 // The one rounding multiply: the float product of two 16-bit values is exact (11 + 11 and 8 + 8
 // significand bits), so rounding it once is the correctly rounded product (as __hmul).
 D9M_HD inline float mul(float a, float b) { return a * b; }

@@ -168,6 +168,9 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"segment_mean", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
     {"segment_prod", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
     {"segment_max", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
+    // 8192 values into 16 bins: about 450 adds per bin.
+    {"bincount", {{"n", 8192}, {"bins", 16}}},
+    {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

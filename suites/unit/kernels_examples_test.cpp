@@ -141,6 +141,15 @@ TEST(Examples, SegmentReductions) {
   expect_all_variants("segment_max", cc, inputs_from(cc.problem, {data, ids}), {3, 4, lowest, lowest, 5, 6, lowest, lowest});
 }
 
+TEST(Examples, Bincount) {
+  // arr = 0, 2, 2, 5, 1, 2 into 3 bins: 5 is past the last bin and ignored (maxlength).
+  const std::vector<double> arr{0, 2, 2, 5, 1, 2};
+  auto cc = config("bincount", {{"n", 6}, {"bins", 3}});
+  expect_all_variants("bincount", cc, inputs_from(cc.problem, {arr}), {1, 1, 3});
+  cc = config("bincount_weighted", {{"n", 6}, {"bins", 3}});
+  expect_all_variants("bincount_weighted", cc, inputs_from(cc.problem, {arr, {0.5, 1, 2, 100, -3, 4}}), {0.5, -3, 7});
+}
+
 TEST(Examples, CropAndResize) {
   // 3x3 image 0..8. Box [0,0,1,1] with a 3x3 crop samples every pixel; box [0,0,0.5,0.5] with
   // a 2x2 crop samples rows/cols 0 and 1; a box entirely above the image extrapolates.

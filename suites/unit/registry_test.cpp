@@ -26,7 +26,7 @@ const std::set<std::string> kDesignOps = {
     "matmul", "matmul_batched", "symv", "spmv", "spmm", "reduce_sum", "cumsum", "segmented_reduce",
     "sdpa", "sdpa_bwd",
     // Issue 13: the remaining atomicAdd sources.
-    "segment_sum", "segment_mean", "segment_prod", "segment_max"};
+    "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -155,9 +155,9 @@ TEST(Registry, EveryVariantStatesItsClaimWithAReason) {
     EXPECT_FALSE(v.claim.reason.empty()) << v.op << "/" << v.name;
     EXPECT_TRUE(v.run) << v.op << "/" << v.name;
     EXPECT_NE(Registry::global().find_op(v.op), nullptr) << v.name << " registered for unknown op " << v.op;
-    // Atomics that commute exactly (bias_add's two adds onto -0, segment_max's maximum) claim
-    // determinism; every other atomic variant races by design.
-    if (v.name.find(".atomic") != std::string::npos && v.op != "bias_add" && v.op != "segment_max") {
+    // Atomics that commute exactly (bias_add's two adds onto -0, segment_max's maximum,
+    // bincount's integer counts) claim determinism; every other atomic variant races by design.
+    if (v.name.find(".atomic") != std::string::npos && v.op != "bias_add" && v.op != "segment_max" && v.op != "bincount") {
       EXPECT_EQ(v.claim.determinism, Determinism::nondeterministic) << v.op;
     }
     if (!v.bit_equal_to.empty()) {
