@@ -76,7 +76,14 @@ D9M_REGISTER_OP(OpDef{
       return Problem{{op::f32_always("grads", crops_shape(g)), op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
                      op::f32("output", image_shape(g)), g};
     },
-    .fill = fill_tensor_boxes_indices});
+    // TensorFlow computes each contribution in float (float grads times float weights) and adds
+    // it in T. At f64 that is a sum of 24-bit terms in a 53-bit accumulator, exact (and blind
+    // to order) unless the terms span more than about 29 binades: grads spread over 32 binades
+    // make the race show, as the wide gradients of a real network would.
+    .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
+      fill_tensor_boxes_indices(pr, mode, in);
+      if (pr.dtype == DType::f64) fill::mixed_magnitude_floats(in[0], mode, 32);
+    }});
 
 D9M_REGISTER_OP(OpDef{
     .name = "crop_and_resize_grad_boxes", .family = "crop_and_resize",

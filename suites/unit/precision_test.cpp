@@ -211,7 +211,7 @@ TEST_F(PrecisionConfigTest, ConfigsNameTheirDtypeAndMathAndBadOnesAreUsageErrors
   }
 }
 
-TEST_F(PrecisionConfigTest, InputsAtAPrecisionAreTheF32InputsRounded) {
+TEST_F(PrecisionConfigTest, InputsAtAPrecisionAreTheF32InputsRoundedAndF32IsF64Rounded) {
   const nlohmann::json params = {{"rows", 64}, {"depth", 4}, {"updates", 512}, {"index_range", 8}};
   const CatalogConfig f32 = test::config("scatter_add", params);
   const auto base = make_inputs(*f32.op, f32.problem, 9);
@@ -226,11 +226,52 @@ TEST_F(PrecisionConfigTest, InputsAtAPrecisionAreTheF32InputsRounded) {
       switch (cc.problem.dtype) {
         case DType::f16: ASSERT_EQ(in[2].as<Half>()[i].bits, half_from_float(x).bits); break;
         case DType::bf16: ASSERT_EQ(in[2].as<BFloat16>()[i].bits, bfloat16_from_float(x).bits); break;
-        default: ASSERT_EQ(in[2].as<double>()[i], static_cast<double>(x)); break;
+        default: ASSERT_EQ(static_cast<float>(in[2].as<double>()[i]), x) << "the f32 input is the f64 one rounded"; break;
       }
     }
     EXPECT_NE(input_digest(in), input_digest(base)) << name;
   }
+}
+
+// Why f64 inputs carry bits below float's: the same updates summed in opposite orders give the
+// same bits when they are the f32 values converted exactly (every such sum is exact in double),
+// and different bits as d9m's f64 inputs, so an atomic variant's f64 row can show its race.
+TEST_F(PrecisionConfigTest, F64InputsHaveBitsBelowFloatsSoF64SumsDependOnOrder) {
+  const nlohmann::json params = {{"rows", 8}, {"depth", 1}, {"updates", 8192}, {"index_range", 8}};
+  const CatalogConfig f32 = test::config("scatter_add", params), f64 = test::config("scatter_add", params, "f64");
+  const auto narrow = make_inputs(*f32.op, f32.problem, 3), wide = make_inputs(*f64.op, f64.problem, 3);
+  const auto n = static_cast<std::size_t>(narrow[2].desc().numel());
+  auto sums = [&](auto value) {
+    double forward = 0, backward = 0;
+    for (std::size_t i = 0; i < n; ++i) forward += value(i), backward += value(n - 1 - i);
+    return std::pair{forward, backward};
+  };
+  const auto converted = sums([&](std::size_t i) { return static_cast<double>(narrow[2].as<float>()[i]); });
+  EXPECT_EQ(converted.first, converted.second) << "f32 values converted exactly sum exactly in double";
+  const auto d9m_f64 = sums([&](std::size_t i) { return wide[2].as<double>()[i]; });
+  EXPECT_NE(d9m_f64.first, d9m_f64.second) << "d9m's f64 inputs must make the order show";
+  std::size_t below_float = 0;
+  for (std::size_t i = 0; i < n; ++i) below_float += wide[2].as<double>()[i] != narrow[2].as<float>()[i];
+  EXPECT_GT(below_float, n * 99 / 100);
+}
+
+TEST(Precision, F64InputsRoundToTheirFloatKeepOrderAndEquality) {
+  std::vector<float> xs = {1.0f, -1.0f, 2.0f, 0x1p-23f, -0x1p-23f, 0x1p-126f, 0x1p-149f, 0.75f, 3.0f,
+                           std::nextafter(1.0f, 0.0f), std::nextafter(1.0f, 2.0f), 65504.0f, -0x1p100f};
+  const CounterRng rng(5, 0);
+  for (std::uint64_t i = 0; i < 100000; ++i) xs.push_back(rng.unit_symmetric(i) * (i % 2 ? 1.0f : 0x1p-40f));
+  for (float x : xs) {
+    const double w = f64_input_from_f32(x);
+    ASSERT_EQ(static_cast<float>(w), x) << x;
+    ASSERT_EQ(f64_input_from_f32(x), w) << "a function of the value";
+    // Neighbours on both sides map below and above: distinct floats keep their order.
+    ASSERT_LT(f64_input_from_f32(std::nextafter(x, -INFINITY)), w) << x;
+    ASSERT_GT(f64_input_from_f32(std::nextafter(x, INFINITY)), w) << x;
+  }
+  EXPECT_EQ(f64_input_from_f32(0.0f), 0.0);
+  EXPECT_TRUE(std::signbit(f64_input_from_f32(-0.0f)));
+  EXPECT_EQ(f64_input_from_f32(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(f64_input_from_f32(NAN)));
 }
 
 TEST_F(PrecisionConfigTest, NpyFilesNameTheDtype) {
