@@ -97,6 +97,10 @@ double tolerance_for(const OpDef& op, DType dtype, const std::string& math) {
 
 double tolerance_for(const OpDef& op, const Problem& p) { return tolerance_for(op, p.output.dtype, p.math); }
 
+double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
+  return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
+}
+
 bool Registry::add(OpDef op) {
   if (find_op(op.name)) refuse("op " + op.name + " is registered twice");
   if (op.dtypes.empty() || op.dtypes.front() != DType::f32 ||

@@ -123,6 +123,10 @@ struct OpDef {
   // output rows are not independent computations, like a filter gradient summed over the batch).
   // Its inputs must be valid when cut along the axes: fill() may not tie rows of the batch together.
   std::function<BatchAxes(const Params&)> batch;
+  // The largest |variant - serial| accepted on random inputs with this problem and max|serial|,
+  // where the default rule (tolerance_for(op, p) * (1 + max|serial|)) does not fit the op; empty:
+  // the default rule (allowed_difference below).
+  std::function<double(const Problem&, double max_ref)> agreement;
 };
 
 // The parameter that sets the op's batch size (OpDef::batch), or nullopt where it has none.
@@ -135,6 +139,9 @@ double tolerance_for(const OpDef& op, DType dtype, const std::string& math = "de
 // The tolerance of a planned problem: at its output's dtype (an output the framework keeps f32,
 // TensorDesc::keeps_f32, is computed in f32 whatever the config's dtype) and its math mode.
 double tolerance_for(const OpDef& op, const Problem& p);
+// The largest |variant - serial| accepted on random inputs, max_ref = max|serial|: the op's own
+// rule (OpDef::agreement), else tolerance_for(op, p) * (1 + max_ref).
+double allowed_difference(const OpDef& op, const Problem& p, double max_ref);
 
 // ---- variants -----------------------------------------------------------------------------
 

@@ -72,17 +72,28 @@ TensorPtr stats_input(fe::graph::Graph& graph, const Geometry& g) {
                           .set_data_type(fe::DataType_t::FLOAT));
 }
 
-// A frontend call's failure: the device or the handle failing is an error; anything else (the
-// graph is not valid for this config, no engine supports it, no plan builds) makes the case
-// UNSUPPORTED, with the frontend's own message.
+// Whether a frontend failure says "not supported": the graph is valid but this cuDNN has no
+// engine or plan for it (or a backend call returned a NOT_SUPPORTED status). Anything else is a
+// malformed graph (d9m's bug: ATTRIBUTE_NOT_SET, INVALID_VALUE, ...), the device, the handle or
+// a backend call failing otherwise: an error, never a quiet UNSUPPORTED.
+bool not_supported(fe::error_t e) {
+  switch (e.get_code()) {
+    case fe::error_code_t::GRAPH_NOT_SUPPORTED:
+    case fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED:
+    case fe::error_code_t::HEURISTIC_QUERY_FAILED:
+    case fe::error_code_t::UNSUPPORTED_GRAPH_FORMAT: return true;
+    case fe::error_code_t::CUDNN_BACKEND_API_FAILED: return e.get_message().find("NOT_SUPPORTED") != std::string::npos;
+    default: return false;
+  }
+}
+
+// A frontend call's failure while building: UNSUPPORTED where it says so, with the frontend's
+// own message; an error otherwise.
 void check(fe::error_t e, const std::string& what) {
   if (e.is_good()) return;
-  const auto code = e.get_code();
   const std::string text = "cuDNN frontend: " + what + ": " + e.get_message();
-  if (code == fe::error_code_t::CUDA_API_FAILED || code == fe::error_code_t::HANDLE_ERROR ||
-      code == fe::error_code_t::INVALID_CUDA_DEVICE)
-    throw std::runtime_error(text);
-  throw Unsupported(text);
+  if (not_supported(e)) throw Unsupported(text);
+  throw std::runtime_error(text);
 }
 
 // The forward graph; `stats` adds the softmax statistics the backward reads.
@@ -135,14 +146,18 @@ std::int64_t workspace_of(const fe::graph::Graph& graph) {
   return bytes;
 }
 
-// One execution of the op: inputs q, k, v (and dO), output `out`. The frontend names a failure
-// of the call itself GRAPH_EXECUTION_FAILED: in a trial that is an error, never a status.
-void execute(const State& st, const Problem& p, const void* const* in, void* out) {
+// One execution of the op: inputs q, k, v (and dO), output `out`. A failure in a trial is an
+// error, never a status; in the attempt (prepare's first execution) a "not supported" failure
+// makes the case UNSUPPORTED.
+void execute(const State& st, const Problem& p, const void* const* in, void* out, bool attempt = false) {
   const auto& g = p.geom<Geometry>();
   auto* ws = st.workspace.get();
   auto run = [&](const fe::graph::Graph& graph, std::unordered_map<std::int64_t, void*> pack, const char* what) {
-    if (auto e = graph.execute(st.handle.get(), pack, ws); e.is_bad())
-      throw std::runtime_error(std::string("cuDNN frontend: executing the ") + what + " graph: " + e.get_message());
+    auto e = graph.execute(st.handle.get(), pack, ws);
+    if (e.is_good()) return;
+    const std::string text = std::string("cuDNN frontend: executing the ") + what + " graph: " + e.get_message();
+    if (attempt && not_supported(e)) throw Unsupported(text + " (the attempt on zeroed inputs)");
+    throw std::runtime_error(text);
   };
   void* q = const_cast<void*>(in[0]);  // the variant pack takes void*; cuDNN only reads inputs
   void* k = const_cast<void*>(in[1]);
@@ -188,11 +203,7 @@ Prepared prepare(const Problem& p, const ExecContext& e, bool backward, bool det
     in.push_back(scratch.back().get());
   }
   DeviceMemory out(p.output.bytes());
-  try {
-    execute(*st, p, in.data(), out.get());
-  } catch (const std::runtime_error& failed) {
-    throw Unsupported(std::string(failed.what()) + " (the attempt on zeroed inputs)");
-  }
+  execute(*st, p, in.data(), out.get(), true);
   D9M_CUDA_CHECK(cudaStreamSynchronize(s));
   return {st, std::nullopt};
 }

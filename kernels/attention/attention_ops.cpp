@@ -49,9 +49,23 @@ void fill(const Problem&, FillMode mode, std::vector<FillTarget>& in) {
 
 // Scores, softmax and the backward's sums over S keys or queries differ by association only, a
 // few units of roundoff times sqrt(S) on random inputs; 2e-5 relative holds to S of several
-// thousand in f32, and scaled per dtype it covers cuDNN's f16 and bf16 (which rounds P to the
-// dtype before P V, as FlashAttention does).
+// thousand in f32 (and x 2^-29 in f64).
 constexpr double kTolerance = 2e-5;
+
+// At f16 and bf16 the f32 rule scaled by the unit roundoff u (x 2^13, x 2^16) would be 335 u,
+// as large as the outputs (averages of v, mostly well under 1): it would pass a wrong kernel.
+// d9m's variants sum in f32 and round each output once. cuDNN rounds P (and the backward's dS)
+// to the dtype before its products, as FlashAttention does: u per term, and since P's rows sum
+// to 1, at most u max|v| on o, and about sqrt(D)/3 u on dQ and dK with d9m's inputs (2.7 u at
+// D = 64, 3.8 u at D = 128). So 8 u (1 + max|serial|): 0.004 at f16 and 0.031 at bf16.
+double agreement(const Problem& p, double max_ref) {
+  switch (p.output.dtype) {
+    case DType::f16: return 8 * 0x1p-11 * (1 + max_ref);
+    case DType::bf16: return 8 * 0x1p-8 * (1 + max_ref);
+    case DType::f64: return kTolerance * 0x1p-29 * (1 + max_ref);
+    default: return kTolerance * (1 + max_ref);
+  }
+}
 
 BatchAxes batch_axes(std::size_t inputs) { return BatchAxes{"batch", std::vector<int>(inputs, 0), 0}; }
 
@@ -65,7 +79,8 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) { return plan(p, false); },
     .fill = fill,
-    .batch = [](const Params&) { return batch_axes(3); }});
+    .batch = [](const Params&) { return batch_axes(3); },
+    .agreement = agreement});
 
 D9M_REGISTER_OP(OpDef{
     .name = "sdpa_bwd", .family = "attention",
@@ -75,6 +90,7 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) { return plan(p, true); },
     .fill = fill,
-    .batch = [](const Params&) { return batch_axes(4); }});
+    .batch = [](const Params&) { return batch_axes(4); },
+    .agreement = agreement});
 
 }  // namespace d9m::attention

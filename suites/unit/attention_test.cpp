@@ -51,7 +51,7 @@ std::vector<long double> textbook_forward(const attention::Geometry& g, const st
   for (std::int64_t r = 0; r < g.rows(); ++r) {
     const std::int64_t bh = r / g.seq_q, i = r % g.seq_q;
     std::vector<long double> s;
-    for (std::int64_t j = 0; j < g.keys_for(i); ++j) {
+    for (std::int64_t j = 0; j < g.seq_kv && !(g.causal && j > i); ++j) {  // the mask, written out
       long double dot = 0;
       for (std::int64_t d = 0; d < g.dim; ++d) dot += q[r * g.dim + d] * k[(bh * g.seq_kv + j) * g.dim + d];
       s.push_back(dot / std::sqrt(static_cast<long double>(g.dim)));
@@ -88,14 +88,22 @@ TEST(Attention, CausalRowZeroIsValueRowZero) {
   }
 }
 
-// L = sum(dO . o(q, k, v)): its central differences in f64 must match sdpa_bwd's dQ, dK and dV.
+// L = sum(dO . o(q, k, v)): its central differences in f64 must match every CPU variant's dQ, dK
+// and dV: on the small shapes, with more queries than keys under the causal mask, and with
+// three key blocks (the atomic and ordered variants' split of dQ).
 TEST(Attention, BackwardIsTheGradientOfTheForward) {
-  for (bool causal : {false, true}) {
-    const auto fwd = config("sdpa", small(causal), "f64");
-    const auto bwd = config("sdpa_bwd", small(causal), "f64");
+  std::vector<nlohmann::json> shapes = {small(false), small(true),
+                                        {{"batch", 1}, {"heads", 2}, {"seq_q", 7}, {"seq_kv", 5}, {"head_dim", 3}, {"causal", true}},
+                                        {{"batch", 1}, {"heads", 1}, {"seq_q", 6}, {"seq_kv", 2 * attention::kKeyBlock + 9}, {"head_dim", 2}}};
+  for (const auto& shape : shapes)
+    for (const char* variant : {"cpu.serial", "cpu.ordered", "cpu.atomic"}) {
+    SCOPED_TRACE(shape.dump() + " " + variant);
+    const bool causal = shape.value("causal", false);
+    const auto fwd = config("sdpa", shape, "f64");
+    const auto bwd = config("sdpa_bwd", shape, "f64");
     const auto& g = bwd.problem.geom<attention::Geometry>();
     const auto in = make_inputs(*bwd.op, bwd.problem, 5);
-    const auto grads = values(run_variant("sdpa_bwd", "cpu.serial", bwd.problem, in));
+    const auto grads = values(run_variant("sdpa_bwd", variant, bwd.problem, in, 3));
     const auto d_o = values(in[3]);
     auto fin = make_inputs(*bwd.op, bwd.problem, 5);  // the same q, k, v (and dO, dropped): the forward's inputs
     fin.pop_back();
@@ -125,7 +133,7 @@ TEST(Attention, BackwardIsTheGradientOfTheForward) {
       }
     }
     EXPECT_LT(worst, 1e-7);
-  }
+    }
 }
 
 TEST(Attention, OrderedBackwardGivesTheSameBitsOnAnyThreadCount) {
@@ -144,6 +152,36 @@ TEST(Attention, OrderedBackwardGivesTheSameBitsOnAnyThreadCount) {
     else dq_differs += serial[static_cast<std::size_t>(x)] != ordered[static_cast<std::size_t>(x)];
   }
   EXPECT_GT(dq_differs, 0) << "rows past key 64 see several key blocks, summed apart: they should round differently somewhere";
+  // ...but by rounding only.
+  double max_ref = 0, worst = 0;
+  for (std::size_t x = 0; x < serial.size(); ++x)
+    max_ref = std::max(max_ref, std::fabs(serial[x])), worst = std::max(worst, std::fabs(serial[x] - ordered[x]));
+  EXPECT_LE(worst, allowed_difference(*cc.op, cc.problem, max_ref));
+  EXPECT_LT(worst, 1e-5 * max_ref);
+}
+
+// The half-precision rule must reject what a wrong kernel gives: the reference with its largest
+// output zeroed at f16 and bf16, or scaled by 1.05 at f16. The f32 rule scaled by the unit
+// roundoff, which this replaces, accepted both.
+TEST(Attention, HalfPrecisionToleranceRejectsAWrongOutput) {
+  for (const char* dtype : {"f16", "bf16"})
+    for (const char* op : {"sdpa", "sdpa_bwd"}) {
+      SCOPED_TRACE(std::string(op) + " " + dtype);
+      const auto cc = config(op, {{"batch", 1}, {"heads", 2}, {"seq_q", 64}, {"seq_kv", 128}, {"head_dim", 16}}, dtype);
+      const auto in = make_inputs(*cc.op, cc.problem, 4);
+      const auto ref = values(run_variant(op, "cpu.serial", cc.problem, in));
+      const auto ordered = values(run_variant(op, "cpu.ordered", cc.problem, in, 3));
+      double max_ref = 0, worst = 0;
+      for (std::size_t x = 0; x < ref.size(); ++x)
+        max_ref = std::max(max_ref, std::fabs(ref[x])), worst = std::max(worst, std::fabs(ordered[x] - ref[x]));
+      const double allowed = allowed_difference(*cc.op, cc.problem, max_ref);
+      EXPECT_LE(worst, allowed) << "the ordered variant is right";
+      EXPECT_GT(max_ref, allowed) << "zeroing the largest output must fail";
+      if (std::string(dtype) == "f16") {
+        EXPECT_GT(0.05 * max_ref, allowed) << "a 5% error on it must fail";
+      }
+      EXPECT_GT(tolerance_for(*cc.op, cc.problem) * (1 + max_ref), max_ref) << "the old rule accepted a zeroed output";
+    }
 }
 
 }  // namespace
