@@ -2,6 +2,12 @@
 // generic API (cusparseSpMV, cusparseSpMM) and TensorFlow's sparse_dense_matmul compute it:
 //   spmv(A, x)  -> y = op(A) x        x[K], y[M]
 //   spmm(A, b)  -> product = op(A) b  b[K, n], product[M, n], both dense and row-major
+//   sparse_dense_matmul(A, b) -> product = op(A) op(b), TensorFlow's SparseTensorDenseMatMul:
+//                  A in COO (TF's SparseTensor; indices sorted, as tf.sparse.reorder leaves
+//                  them), `adjoint_a` sets op(A) = A^T and `adjoint_b` op(b) = b^T, b then
+//                  stored [n, K]. TF's GPU kernel is spmm's cuda.atomic: a thread per
+//                  (nonzero, output column) adds its product into the output with atomicAdd,
+//                  in Tsum = float for 16-bit T, rounded to T once at the end.
 // where op(A) is A, or A^T when `transpose` is set, so (M, K) is (rows, cols) or (cols, rows).
 //
 // A is an input in one of two formats (parameter `format`), with 32-bit indices and zero base:
@@ -44,6 +50,7 @@ struct Geometry {
   std::int64_t nnz_per_row = 0, heavy_rows = 0, heavy_nnz = 0;
   Format format = Format::csr;
   bool transpose = false;
+  bool adjoint_b = false;  // sparse_dense_matmul's op(b) = b^T: b stored [n, K]
 
   D9M_HD std::int64_t out_rows() const { return transpose ? cols : rows; }
   D9M_HD std::int64_t in_rows() const { return transpose ? rows : cols; }
@@ -119,6 +126,12 @@ D9M_HD inline void target_source(const Geometry& g, std::int64_t r, std::int64_t
                                  std::int64_t& source) {
   target = g.transpose ? c : r;
   source = g.transpose ? r : c;
+}
+
+// The element of the dense operand that output column j reads from its source row s: b[s, j],
+// or b[j, s] when b is stored transposed (adjoint_b).
+D9M_HD inline std::int64_t dense_index(const Geometry& g, std::int64_t s, std::int64_t j) {
+  return g.adjoint_b ? j * g.in_rows() + s : s * g.n + j;
 }
 
 // One product value * dense in the accumulation type.

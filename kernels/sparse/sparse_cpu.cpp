@@ -61,8 +61,7 @@ struct View {
     std::int64_t t, s;
     target_source(g, r, cols[k], t, s);
     const T v = values[k];
-    const T* d = dense + s * g.n;
-    for (std::int64_t j = 0; j < g.n; ++j) add(t * g.n + j, product(v, d[j]));
+    for (std::int64_t j = 0; j < g.n; ++j) add(t * g.n + j, product(v, dense[dense_index(g, s, j)]));
   }
 
   // out = the accumulators rounded to T, in fixed blocks.
@@ -143,8 +142,8 @@ void ordered(const KernelArgs& a) {
     for (std::size_t t = first; t < last; ++t) {
       std::fill(acc.begin(), acc.end(), Acc<T>(0));
       auto add = [&](T value, std::int64_t source) {
-        const T* d = v.dense + source * g.n;
-        for (std::int64_t j = 0; j < g.n; ++j) acc[static_cast<std::size_t>(j)] = acc[static_cast<std::size_t>(j)] + product(value, d[j]);
+        for (std::int64_t j = 0; j < g.n; ++j)
+          acc[static_cast<std::size_t>(j)] = acc[static_cast<std::size_t>(j)] + product(value, v.dense[dense_index(g, source, j)]);
       };
       if (g.transpose) {
         for (std::int64_t p = csc.begin[t]; p < csc.begin[t + 1]; ++p) add(csc.value[p], csc.row[p]);
@@ -177,5 +176,6 @@ std::vector<VariantDef> variants(const std::string& op) {
 
 D9M_REGISTER_VARIANTS(variants("spmv"));
 D9M_REGISTER_VARIANTS(variants("spmm"));
+D9M_REGISTER_VARIANTS(variants("sparse_dense_matmul"));
 
 }  // namespace d9m::sparse

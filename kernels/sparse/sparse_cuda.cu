@@ -48,7 +48,7 @@ __global__ void atomic_kernel(Operands<T> v, Acc<T>* acc) {
   const std::int64_t r = v.g.format == Format::csr ? csr_row_of(v.row_arg, v.g.rows, k) : v.row_arg[k];
   std::int64_t t, s;
   target_source(v.g, r, v.cols[k], t, s);
-  atomic_add(acc + t * v.g.n + j, product(v.values[k], v.dense[s * v.g.n + j]));
+  atomic_add(acc + t * v.g.n + j, product(v.values[k], v.dense[dense_index(v.g, s, j)]));
 }
 
 template <class T>
@@ -87,7 +87,7 @@ __global__ void gather_rows_kernel(Operands<T> v, T* out) {
   std::int64_t begin, end;
   row_range(v.g, v.row_arg, t, begin, end);
   Acc<T> acc = 0;
-  for (std::int64_t k = begin; k < end; ++k) acc = acc + product(v.values[k], v.dense[v.cols[k] * v.g.n + j]);
+  for (std::int64_t k = begin; k < end; ++k) acc = acc + product(v.values[k], v.dense[dense_index(v.g, v.cols[k], j)]);
   out[o] = narrow<T>(acc);
 }
 
@@ -103,7 +103,7 @@ __global__ void gather_columns_kernel(Operands<T> v, const std::int32_t* sorted_
   Acc<T> acc = 0;
   for (std::int64_t p = begin; p < end; ++p) {
     const std::int64_t k = order[p];
-    acc = acc + product(v.values[k], v.dense[std::int64_t{row_of[k]} * v.g.n + j]);
+    acc = acc + product(v.values[k], v.dense[dense_index(v.g, row_of[k], j)]);
   }
   out[o] = narrow<T>(acc);
 }
@@ -174,5 +174,6 @@ std::vector<VariantDef> variants(const std::string& op) {
 
 D9M_REGISTER_VARIANTS(variants("spmv"));
 D9M_REGISTER_VARIANTS(variants("spmm"));
+D9M_REGISTER_VARIANTS(variants("sparse_dense_matmul"));
 
 }  // namespace d9m::sparse

@@ -4,6 +4,8 @@
 //   spmm  cusparseSpMM with CUSPARSE_SPMM_ALG_DEFAULT, _CSR_ALG1.._CSR_ALG3, _COO_ALG1.._COO_ALG4
 //         (cusparse.spmm_default, cusparse.spmm_csr_alg1, ...), b and the product row-major
 //         (CUSPARSE_ORDER_ROW, leading dimension n)
+//   sparse_dense_matmul  the spmm variants, with opB = CUSPARSE_OPERATION_TRANSPOSE for adjoint_b
+//         (b stored [n, K] row-major, leading dimension K)
 // with opA = CUSPARSE_OPERATION_NON_TRANSPOSE or _TRANSPOSE, 32-bit indices, zero base, data in
 // the config's dtype (CUDA_R_32F, _16F, _16BF, _64F) and compute type CUDA_R_32F (CUDA_R_64F
 // for f64), alpha = 1, beta = 0.
@@ -146,7 +148,7 @@ struct State {
   cusparseSpMatDescr_t a = nullptr;
   cusparseDnVecDescr_t x = nullptr, y = nullptr;
   cusparseDnMatDescr_t b = nullptr, c = nullptr;
-  cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE, op_b = CUSPARSE_OPERATION_NON_TRANSPOSE;
   cudaDataType compute = CUDA_R_32F;
   double alpha64 = 1, beta64 = 0;
   float alpha32 = 1, beta32 = 0;
@@ -173,6 +175,7 @@ Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const 
   st->routine = routine;
   st->alg = alg.value;
   st->op = g.transpose ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+  st->op_b = g.adjoint_b ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
   st->compute = p.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
   const cudaDataType type = data_type(p.dtype);
   D9M_CUSPARSE_CHECK(cusparseCreate(&st->handle));
@@ -199,10 +202,11 @@ Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const 
                          cusparseSpMV_bufferSize(st->handle, st->op, st->alpha(), st->a, st->x, st->beta(), st->y, st->compute,
                                                  static_cast<cusparseSpMVAlg_t>(alg.value), &bytes));
   } else {
-    D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->b, g.in_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
+    if (g.adjoint_b) D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->b, g.n, g.in_rows(), g.in_rows(), ph, type, CUSPARSE_ORDER_ROW));
+    else D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->b, g.in_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
     D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->c, g.out_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMM_bufferSize",
-                         cusparseSpMM_bufferSize(st->handle, st->op, CUSPARSE_OPERATION_NON_TRANSPOSE, st->alpha(), st->a, st->b,
+                         cusparseSpMM_bufferSize(st->handle, st->op, st->op_b, st->alpha(), st->a, st->b,
                                                  st->beta(), st->c, st->compute, static_cast<cusparseSpMMAlg_t>(alg.value),
                                                  &bytes));
   }
@@ -229,7 +233,7 @@ void bind(State& st, const KernelArgs& a) {
     D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.b, in(kDenseArg)));
     D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.c, a.output));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMM_preprocess",
-                         cusparseSpMM_preprocess(st.handle, st.op, CUSPARSE_OPERATION_NON_TRANSPOSE, st.alpha(), st.a, st.b,
+                         cusparseSpMM_preprocess(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b,
                                                  st.beta(), st.c, st.compute, static_cast<cusparseSpMMAlg_t>(st.alg),
                                                  st.workspace.get()));
   }
@@ -246,7 +250,7 @@ void run(const KernelArgs& a) {
                                     static_cast<cusparseSpMVAlg_t>(st.alg), st.workspace.get()));
   } else {
     D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.c, a.output));
-    D9M_CUSPARSE_CHECK(cusparseSpMM(st.handle, st.op, CUSPARSE_OPERATION_NON_TRANSPOSE, st.alpha(), st.a, st.b, st.beta(), st.c,
+    D9M_CUSPARSE_CHECK(cusparseSpMM(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b, st.beta(), st.c,
                                     st.compute, static_cast<cusparseSpMMAlg_t>(st.alg), st.workspace.get()));
   }
 }
@@ -265,5 +269,6 @@ std::vector<VariantDef> variants(const std::string& op, Routine routine, const A
 
 D9M_REGISTER_VARIANTS(variants("spmv", Routine::spmv, kSpmvAlgorithms));
 D9M_REGISTER_VARIANTS(variants("spmm", Routine::spmm, kSpmmAlgorithms));
+D9M_REGISTER_VARIANTS(variants("sparse_dense_matmul", Routine::spmm, kSpmmAlgorithms));
 
 }  // namespace d9m::sparse

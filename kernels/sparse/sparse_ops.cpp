@@ -8,29 +8,42 @@
 namespace d9m::sparse {
 namespace {
 
+// The matrix's structure, shared by every op of the family.
+std::vector<ParamSpec> structure_params() {
+  return {op::integer("rows", "rows of the sparse matrix A"), op::integer("cols", "columns of A"),
+          op::integer_or("nnz_per_row", 8, "nonzeros in each ordinary row (at most cols)", 0),
+          op::integer_or("heavy_rows", 0, "rows, spread evenly, with heavy_nnz nonzeros each", 0),
+          op::integer_or("heavy_nnz", 0, "nonzeros in each heavy row; 0: every column", 0)};
+}
+
 std::vector<ParamSpec> params(bool matrix) {
-  std::vector<ParamSpec> p = {
-      op::integer("rows", "rows of the sparse matrix A"),
-      op::integer("cols", "columns of A"),
-      op::integer_or("nnz_per_row", 8, "nonzeros in each ordinary row (at most cols)", 0),
-      op::integer_or("heavy_rows", 0, "rows, spread evenly, with heavy_nnz nonzeros each", 0),
-      op::integer_or("heavy_nnz", 0, "nonzeros in each heavy row; 0: every column", 0),
-      op::choice_or("format", "csr", {"csr", "coo"}, "storage of A: csr (row offsets) or coo (row indices, sorted)"),
-      op::boolean_or("transpose", false, "multiply by A^T instead of A")};
+  std::vector<ParamSpec> p = structure_params();
+  p.push_back(op::choice_or("format", "csr", {"csr", "coo"}, "storage of A: csr (row offsets) or coo (row indices, sorted)"));
+  p.push_back(op::boolean_or("transpose", false, "multiply by A^T instead of A"));
   if (matrix) p.push_back(op::integer("n", "columns of the dense operand b and of the product"));
   return p;
 }
 
-Problem plan(const Params& p, bool matrix) {
+// TensorFlow's names: A is a SparseTensor (COO), adjoint_a and adjoint_b transpose A and b.
+std::vector<ParamSpec> tf_params() {
+  std::vector<ParamSpec> p = structure_params();
+  p.push_back(op::integer("n", "columns of op(b) and of the product"));
+  p.push_back(op::boolean_or("adjoint_a", false, "multiply by A^T (TF's adjoint_a)"));
+  p.push_back(op::boolean_or("adjoint_b", false, "b is stored [n, K] and multiplied as b^T (TF's adjoint_b)"));
+  return p;
+}
+
+Geometry structure(const Params& p) {
   Geometry g;
   g.rows = p.integer("rows");
   g.cols = p.integer("cols");
   g.nnz_per_row = p.integer("nnz_per_row");
   g.heavy_rows = p.integer("heavy_rows");
   g.heavy_nnz = p.integer("heavy_nnz");
-  g.format = p.choice("format") == "coo" ? Format::coo : Format::csr;
-  g.transpose = p.boolean("transpose");
-  g.n = matrix ? p.integer("n") : 1;
+  return g;
+}
+
+Problem plan(Geometry g, bool matrix) {
   if (g.nnz_per_row > g.cols) throw InvalidConfig("nnz_per_row", "more nonzeros per row than columns");
   if (g.heavy_nnz > g.cols) throw InvalidConfig("heavy_nnz", "more nonzeros per row than columns");
   if (g.heavy_rows > g.rows) throw InvalidConfig("heavy_rows", "more heavy rows than rows");
@@ -42,11 +55,28 @@ Problem plan(const Params& p, bool matrix) {
   op::checked_product({g.out_rows(), g.n}, matrix ? "n" : "rows");
   op::checked_product({g.in_rows(), g.n}, matrix ? "n" : "rows");
   TensorDesc row_arg = g.format == Format::csr ? op::i32("row_offsets", {g.rows + 1}) : op::i32("row_indices", {g.nnz});
-  Shape dense = matrix ? Shape{g.in_rows(), g.n} : Shape{g.in_rows()};
+  Shape dense = !matrix ? Shape{g.in_rows()} : g.adjoint_b ? Shape{g.n, g.in_rows()} : Shape{g.in_rows(), g.n};
   Shape out = matrix ? Shape{g.out_rows(), g.n} : Shape{g.out_rows()};
   return Problem{{std::move(row_arg), op::i32("col_indices", {g.nnz}), op::f32("values", {g.nnz}),
                   op::f32(matrix ? "b" : "x", dense)},
                  op::f32(matrix ? "product" : "y", out), g};
+}
+
+Problem plan(const Params& p, bool matrix) {
+  Geometry g = structure(p);
+  g.format = p.choice("format") == "coo" ? Format::coo : Format::csr;
+  g.transpose = p.boolean("transpose");
+  g.n = matrix ? p.integer("n") : 1;
+  return plan(g, matrix);
+}
+
+Problem tf_plan(const Params& p) {
+  Geometry g = structure(p);
+  g.format = Format::coo;
+  g.transpose = p.boolean("adjoint_a");
+  g.adjoint_b = p.boolean("adjoint_b");
+  g.n = p.integer("n");
+  return plan(g, true);
 }
 
 // The structure (sparse.h) from the config alone, the columns from the seed (argument 1's
@@ -90,11 +120,20 @@ D9M_REGISTER_OP(OpDef{
 
 D9M_REGISTER_OP(OpDef{
     .name = "spmm", .family = "sparse",
-    .summary = "SpMM: product[M,n] = op(A) b, A sparse (CSR or COO), b dense row-major (cusparseSpMM; tf.sparse.sparse_dense_matmul)",
+    .summary = "SpMM: product[M,n] = op(A) b, A sparse (CSR or COO), b dense row-major (cusparseSpMM; sparse_dense_matmul has TF's parameters)",
     .params = params(true),
     .tolerance = kTolerance,
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) { return plan(p, true); },
+    .fill = fill});
+
+D9M_REGISTER_OP(OpDef{
+    .name = "sparse_dense_matmul", .family = "sparse",
+    .summary = "SparseTensorDenseMatMul: product = op(A) op(b), A a COO SparseTensor, adjoint_a / adjoint_b transpose (tf.sparse.sparse_dense_matmul)",
+    .params = tf_params(),
+    .tolerance = kTolerance,
+    .dtypes = op::all_float_dtypes(),
+    .plan = tf_plan,
     .fill = fill});
 
 }  // namespace d9m::sparse

@@ -153,6 +153,8 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"spmv", {{"rows", 300}, {"cols", 200}, {"nnz_per_row", 8}, {"heavy_rows", 3}, {"transpose", true}}},
     {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}}},
     {"spmm", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}, {"format", "coo"}, {"transpose", true}}},
+    {"sparse_dense_matmul", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"heavy_rows", 2}, {"n", 5}, {"adjoint_b", true}}},
+    {"sparse_dense_matmul", {{"rows", 200}, {"cols", 100}, {"nnz_per_row", 6}, {"n", 5}, {"adjoint_a", true}, {"adjoint_b", true}}},
     // Integers in [-4, 4]: every partial sum of 20011 of them is exact in f32, whatever the order.
     {"reduce_sum", {{"n", 10007}}},
     {"cumsum", {{"n", 10007}}},
@@ -172,6 +174,9 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"segment_mean", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
     {"segment_prod", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
     {"segment_max", {{"rows", 4096}, {"depth", 4}, {"num_segments", 64}}},
+    // Gradients of 2 x 32 x 32 positions into 9 filter taps: up to about 2000 adds per tap.
+    {"dilation2d_bwd_input", {{"n", 2}, {"h", 32}, {"w", 32}, {"c", 3}, {"filter_h", 3}, {"filter_w", 3}, {"rate_h", 2}, {"rate_w", 2}}},
+    {"dilation2d_bwd_filter", {{"n", 2}, {"h", 32}, {"w", 32}, {"c", 3}, {"filter_h", 3}, {"filter_w", 3}, {"stride_h", 2}, {"padding", "VALID"}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},

@@ -186,6 +186,53 @@ TEST(Examples, SparseTimesDense) {
   }
 }
 
+TEST(Examples, DilationGradients) {
+  // input [[1, 5, 2], [0, 3, 9], [4, 0, 1]], filter [[0, 0], [0, -10]], VALID: the four windows'
+  // maxima of input + filter are 5 at input (0, 1) tap (0, 1); 5 at (0, 1) tap (0, 0); 4 at
+  // (2, 0) tap (1, 0); 9 at (1, 2) tap (0, 1). out_backprop [1, 10, 100, 1000].
+  const nlohmann::json valid = {{"n", 1}, {"h", 3}, {"w", 3}, {"c", 1}, {"filter_h", 2}, {"filter_w", 2}, {"padding", "VALID"}};
+  const std::vector<std::vector<double>> in = {{1, 5, 2, 0, 3, 9, 4, 0, 1}, {0, 0, 0, -10}, {1, 10, 100, 1000}};
+  auto cc = config("dilation2d_bwd_input", valid);
+  expect_all_variants("dilation2d_bwd_input", cc, inputs_from(cc.problem, in), {0, 11, 0, 0, 0, 1000, 100, 0, 0});
+  cc = config("dilation2d_bwd_filter", valid);
+  expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, in), {10, 1001, 100, 0});
+  // Ties: all values equal, SAME on 2x2 (pad after): the first valid tap of each window wins
+  // (TF's strict '>'), so every gradient stays at its own position and on tap (0, 0). The last
+  // maximum would send window (0, 0)'s to input (1, 1) and tap (1, 1).
+  const nlohmann::json same = {{"n", 1}, {"h", 2}, {"w", 2}, {"c", 1}, {"filter_h", 2}, {"filter_w", 2}};
+  const std::vector<std::vector<double>> flat = {{0, 0, 0, 0}, {0, 0, 0, 0}, {1, 2, 3, 4}};
+  cc = config("dilation2d_bwd_input", same);
+  expect_all_variants("dilation2d_bwd_input", cc, inputs_from(cc.problem, flat), {1, 2, 3, 4});
+  cc = config("dilation2d_bwd_filter", same);
+  expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, flat), {10, 0, 0, 0});
+  // No tap in range (1x1 input, filter 2x1 at rate 3, SAME: taps at rows -1 and 2): TF's
+  // defaults, input (0, 0) and tap (0, 0).
+  const nlohmann::json empty = {{"n", 1}, {"h", 1}, {"w", 1}, {"c", 1}, {"filter_h", 2}, {"filter_w", 1}, {"rate_h", 3}};
+  cc = config("dilation2d_bwd_input", empty);
+  expect_all_variants("dilation2d_bwd_input", cc, inputs_from(cc.problem, {{5}, {1, 2}, {7}}), {7});
+  cc = config("dilation2d_bwd_filter", empty);
+  expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, {{5}, {1, 2}, {7}}), {7, 0});
+}
+
+TEST(Examples, SparseTensorDenseMatMulAdjoints) {
+  // TF's SparseTensor A = [[1, 0, 2], [0, 3, 4]] (COO), the four adjoint settings.
+  const std::vector<double> rows{0, 0, 1, 1}, cols{0, 2, 1, 2}, vals{1, 2, 3, 4};
+  auto run = [&](bool adjoint_a, bool adjoint_b, const std::vector<double>& b, const std::vector<float>& want) {
+    const auto cc = config("sparse_dense_matmul", {{"rows", 2}, {"cols", 3}, {"nnz_per_row", 2}, {"n", 2},
+                                                   {"adjoint_a", adjoint_a}, {"adjoint_b", adjoint_b}});
+    SCOPED_TRACE(std::string("adjoint_a ") + (adjoint_a ? "1" : "0") + " adjoint_b " + (adjoint_b ? "1" : "0"));
+    expect_all_variants("sparse_dense_matmul", cc, inputs_from(cc.problem, {rows, cols, vals, b}), want);
+  };
+  // b = [[1, 2], [10, 20], [100, 200]]: A b = [[201, 402], [430, 860]].
+  run(false, false, {1, 2, 10, 20, 100, 200}, {201, 402, 430, 860});
+  // b stored [2, 3] = [[1, 10, 100], [2, 20, 200]], read as b^T: the same product.
+  run(false, true, {1, 10, 100, 2, 20, 200}, {201, 402, 430, 860});
+  // A^T [[1, 2], [10, 20]] = [[1, 2], [30, 60], [42, 84]].
+  run(true, false, {1, 2, 10, 20}, {1, 2, 30, 60, 42, 84});
+  // b stored [2, 2] = [[1, 10], [2, 20]], read as b^T = [[1, 2], [10, 20]]: the same again.
+  run(true, true, {1, 10, 2, 20}, {1, 2, 30, 60, 42, 84});
+}
+
 // The generated matrix: heavy rows where the header says, distinct ascending columns in range,
 // and the same matrix in both formats.
 TEST(Examples, SparseStructure) {

@@ -26,7 +26,8 @@ const std::set<std::string> kDesignOps = {
     "matmul", "matmul_batched", "symv", "spmv", "spmm", "reduce_sum", "cumsum", "segmented_reduce",
     "sdpa", "sdpa_bwd",
     // Issue 13: the remaining atomicAdd sources.
-    "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted"};
+    "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted",
+    "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
