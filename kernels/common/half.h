@@ -122,6 +122,12 @@ D9M_HD inline double mul(double a, double b) { return a * b; }
 D9M_HD inline Half mul(Half a, Half b) { return half_from_float(to_float(a) * to_float(b)); }
 D9M_HD inline BFloat16 mul(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) * to_float(b)); }
 
+// The one rounding subtraction (Eigen's and c10's 16-bit minus: in float, then rounded).
+D9M_HD inline float sub(float a, float b) { return a - b; }
+D9M_HD inline double sub(double a, double b) { return a - b; }
+D9M_HD inline Half sub(Half a, Half b) { return half_from_float(to_float(a) - to_float(b)); }
+D9M_HD inline BFloat16 sub(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) - to_float(b)); }
+
 // The accumulation type of storage type T, as cuBLAS's and cuSPARSE's CUDA_R_32F compute: f32 for
 // f32, f16 and bf16, f64 for f64. widen() into it is exact; narrow() out of it rounds once.
 template <class T>

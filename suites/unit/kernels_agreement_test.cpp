@@ -177,6 +177,12 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // Gradients of 2 x 32 x 32 positions into 9 filter taps: up to about 2000 adds per tap.
     {"dilation2d_bwd_input", {{"n", 2}, {"h", 32}, {"w", 32}, {"c", 3}, {"filter_h", 3}, {"filter_w", 3}, {"rate_h", 2}, {"rate_w", 2}}},
     {"dilation2d_bwd_filter", {{"n", 2}, {"h", 32}, {"w", 32}, {"c", 3}, {"filter_h", 3}, {"filter_w", 3}, {"stride_h", 2}, {"padding", "VALID"}}},
+    // Quarter-pixel coordinates: weights and products are short dyadics (resampler_ops.cpp); 512
+    // points on 64 pixels, and 64 channels into each warp gradient.
+    {"resampler_grad_data", {{"batch", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"points", 512}}},
+    {"resampler_grad_data", {{"batch", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"points", 512}, {"semantics", "grid_sample"}}},
+    {"resampler_grad_data", {{"batch", 2}, {"h", 9}, {"w", 9}, {"c", 3}, {"points", 512}, {"semantics", "grid_sample"}, {"align_corners", true}}},
+    {"resampler_grad_warp", {{"batch", 2}, {"h", 8}, {"w", 8}, {"c", 64}, {"points", 64}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},

@@ -214,6 +214,32 @@ TEST(Examples, DilationGradients) {
   expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, {{5}, {1, 2}, {7}}), {7, 0});
 }
 
+TEST(Examples, ResamplerGradients) {
+  // TF, 2x2 image, one channel: the point (0.25, 0.5) with gradient 8 spreads 3, 1, 3, 1 (dx =
+  // 0.75, dy = 0.5); (-0.5, 0.5) with 4 counts (x > -1) and adds 1 at (0, 0) and (0, 1); (-1, 0)
+  // with 100 does not count. grad_data is NHWC.
+  const nlohmann::json image = {{"batch", 1}, {"h", 2}, {"w", 2}, {"c", 1}, {"points", 3}};
+  auto cc = config("resampler_grad_data", image);
+  expect_all_variants("resampler_grad_data", cc, inputs_from(cc.problem, {{0.25, 0.5, -0.5, 0.5, -1, 0}, {8, 4, 100}}),
+                      {4, 1, 4, 1});
+  // PyTorch without align_corners, ix = x + 0.5 on 2 pixels: the same two points in normalised
+  // coordinates, and a third at ix = -1.5 whose corners all fall outside.
+  nlohmann::json torch = image;
+  torch["semantics"] = "grid_sample";
+  cc = config("resampler_grad_data", torch);
+  expect_all_variants("resampler_grad_data", cc, inputs_from(cc.problem, {{-0.25, 0, -1, 0, -2, 0}, {8, 4, 100}}), {4, 1, 4, 1});
+  // With align_corners, ix = (x + 1) / 2: x = -0.5, y = 0 is ix = 0.25, iy = 0.5.
+  torch["align_corners"] = true;
+  torch["points"] = 1;
+  cc = config("resampler_grad_data", torch);
+  expect_all_variants("resampler_grad_data", cc, inputs_from(cc.problem, {{-0.5, 0}, {8}}), {3, 1, 3, 1});
+  // grad_warp: data 1 + x + 2y on channel 0 and ten times that on channel 1, bilinear, so at
+  // (0.25, 0.5) with gradients (2, 1) the warp gradient is 2 (1, 2) + 1 (10, 20) = (12, 24).
+  cc = config("resampler_grad_warp", {{"batch", 1}, {"h", 2}, {"w", 2}, {"c", 2}, {"points", 1}});
+  expect_all_variants("resampler_grad_warp", cc, inputs_from(cc.problem, {{1, 10, 2, 20, 3, 30, 4, 40}, {0.25, 0.5}, {2, 1}}),
+                      {12, 24});
+}
+
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {
   // TF's SparseTensor A = [[1, 0, 2], [0, 3, 4]] (COO), the four adjoint settings.
   const std::vector<double> rows{0, 0, 1, 1}, cols{0, 2, 1, 2}, vals{1, 2, 3, 4};
