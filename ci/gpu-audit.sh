@@ -2,7 +2,8 @@
 # The whole GPU job, for a machine with an NVIDIA GPU: the GPU tests, then the full audit --
 # every GPU case with at least 200 trials (D9M_GPU_TRIALS), and the CPU cases of the same
 # catalogue (D9M_CPU_TRIALS) into the same store, so cross-implementation equality can be read
-# from it -- then the benchmarks, the peer comparison and the reports. Everything goes under OUT
+# from it -- then the GPU cases of the models profile (the layer shapes of real networks,
+# D9M_MODELS_TRIALS, default 20; 0 skips it), the benchmarks, the peer comparison and the reports. Everything goes under OUT
 # (first argument, or $OUT, or out/gpu-audit): d9m.sqlite, report.md, report.json,
 # fingerprint.json, nvidia-smi.txt, bench.json, log.txt.
 #
@@ -97,6 +98,14 @@ gpu_rc=${PIPESTATUS[0]}
 say "audit: CPU backend, $cpu_trials trials per case"
 "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 cpu_rc=${PIPESTATUS[0]}
+models_trials=${D9M_MODELS_TRIALS:-20}
+if ((models_trials > 0)); then
+  # GPU cases only: the CPU references at these shapes take minutes a trial.
+  say "audit: models profile, GPU backend, $models_trials trials per case"
+  "$d9m" run --profile models --backend cuda -n "$models_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  ((rc == 0)) || gpu_rc=$rc
+fi
 
 if [[ -x $build/bench/d9m_bench ]]; then
   say "GPU benchmarks (docs/PERFORMANCE.md)"

@@ -76,6 +76,11 @@ struct Problem {
   // library ops run in math mode `math` ("default" unless the config names another).
   DType dtype = DType::f32;
   std::string math = "default";
+  // For an op in scatter form (kernels/common/accumulate.h): an upper bound on the contributions
+  // its sources emit, computed by plan() from the shapes alone (0: not stated). The sort- and
+  // bucket-based ordered variants buffer every contribution, so their working memory follows
+  // from it (VariantDef::memory), and they check the bound when they run.
+  std::uint64_t contributions = 0;
 
   template <class G> const G& geom() const { return std::any_cast<const G&>(geometry); }
 };
@@ -202,6 +207,15 @@ struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Memory a variant needs while it runs, beyond its inputs and its output: host memory for a CPU
+// variant, device memory for a CUDA one, so that a case is refused only where the machine is too
+// small for it (issue 13).
+// `what` says what it is for, in words the UNSUPPORTED reason can quote.
+struct WorkingMemory {
+  std::uint64_t bytes = 0;
+  std::string what;
+};
+
 // What prepare() made before the trials: state the trials use (handles, descriptors,
 // workspaces) and, where the vendor's API states one for this config, its claim.
 struct Prepared {
@@ -229,6 +243,11 @@ struct VariantDef {
   // Absent: no claim (the serial reference gets one by default: one thread, each output in an
   // order no other row changes).
   std::optional<Claim> invariance;
+  // Its working memory on a config, estimated from the problem alone (before any allocation);
+  // empty or nullopt: small (at most a few copies of the output). The harness compares it with
+  // the memory the machine has free and reports the case UNSUPPORTED, naming both, where it
+  // cannot fit.
+  std::function<std::optional<WorkingMemory>(const Problem&)> memory;
 };
 
 class Registry {

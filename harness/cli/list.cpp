@@ -98,7 +98,7 @@ void add_list(CLI::App& app, std::vector<Verb>& verbs) {
   c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
   c->add_option("--op", o->ops, "only ops matching these globs");
   auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
-  c->add_option("--profile", o->profile, "built-in catalogue profile: quick or default")->excludes(catalog);
+  c->add_option("--profile", o->profile, "built-in catalogue profile: quick, default or models")->excludes(catalog);
   c->add_flag("--json", o->json, "machine-readable");
   c->add_flag("--cases", o->cases, "one case per line: op/config/variant backend");
   verbs.push_back({c, [o] { return list(*o); }});

@@ -104,7 +104,7 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_option("--threads", o->threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
   c->add_option("--db", o->db, "store file");
   auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
-  c->add_option("--profile", o->profile, "built-in catalogue profile: quick or default")->excludes(catalog);
+  c->add_option("--profile", o->profile, "built-in catalogue profile: quick, default or models")->excludes(catalog);
   c->add_option("--save-outputs", o->save_outputs, "write inputs and first outputs as .npy under this folder");
   c->add_flag("-q,--quiet", o->quiet, "print no status table at the end");
   c->add_flag("--no-canaries", o->no_canaries, "leave out the deterministic and nondeterministic controls");

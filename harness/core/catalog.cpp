@@ -139,8 +139,9 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     v.object(c, path);
     for (const auto& [key, _] : c.items())
       if (key != "op" && key != "name" && key != "params" && key != "dtype" && key != "math" && key != "seed" &&
-          key != "variants" && key != "batch_invariance" && key != "quick")
-        v.fail(path + "." + key, "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance, quick)");
+          key != "variants" && key != "batch_invariance" && key != "quick" && key != "model")
+        v.fail(path + "." + key,
+               "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance, quick, model)");
     CatalogConfig cc;
     const std::string op_name = v.string_field(c, path, "op");
     cc.op = registry.find_op(op_name);
@@ -210,6 +211,11 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       cc.math = it->get<std::string>();
     }
 
+    if (auto it = c.find("model"); it != c.end()) {
+      if (!it->is_string() || it->get<std::string>().empty())
+        v.fail(path + ".model", "expected a non-empty string naming where the shape comes from, got " + json_text(*it));
+      cc.model = it->get<std::string>();
+    }
     if (auto it = c.find("quick"); it != c.end()) {
       if (!it->is_boolean()) v.fail(path + ".quick", "expected true or false, got " + json_type_name(*it));
       cc.quick = it->get<bool>();
@@ -300,12 +306,13 @@ Catalog default_catalog(const Registry& registry) {
 }
 
 const std::vector<std::string>& profile_names() {
-  static const std::vector<std::string> names = {"quick", "default"};
+  static const std::vector<std::string> names = {"quick", "default", "models"};
   return names;
 }
 
 Catalog builtin_catalog(const std::string& profile, const Registry& registry) {
   if (profile == "default") return default_catalog(registry);
+  if (profile == "models") return parse_catalog(embedded::models_catalog_json(), "<models catalogue>", registry);
   if (profile == "quick") {
     // The quick profile is the default catalogue's configs marked "quick", as a catalogue text of
     // its own: worker processes and --resume parse these bytes, and its digest is its own.

@@ -2,14 +2,15 @@
 //   {"schema": "d9m.catalog/1",
 //    "configs": [{"op": "bias_add_grad", "name": "small", "params": {...},
 //                 "dtype": "f16", "math": "default", "seed": 1, "variants": ["cpu.*"],
-//                 "batch_invariance": {"sizes": [1, 7]}, "quick": true}, ...]}
+//                 "batch_invariance": {"sizes": [1, 7]}, "quick": true, "model": "ResNet-50 ..."}, ...]}
 // `dtype` (default "f32"; "f16", "bf16", "f64" where the op supports them) is the float type of
 // every float tensor (but those the framework types float32 at every precision,
 // TensorDesc::keeps_f32) and `math` (default "default") a library op's math mode; `seed` (default 1)
 // seeds the inputs; `variants` (default all) are globs over the op's variant names;
 // `batch_invariance` (ops with a batch dimension only) also runs sub-batches of the sizes named
 // and compares their rows with the full batch's (harness/core/batch_invariance.h); `quick`
-// (default false) puts a built-in config into the quick profile too (builtin_catalog). Every field
+// (default false) puts a built-in config into the quick profile too (builtin_catalog); `model`
+// says where a shape comes from (the models profile: the network, layer and batch). Every field
 // is validated against the registry before anything runs: a bad catalogue is a usage error
 // (exit 2) naming the file and the line and column (syntax) or the field path.
 #pragma once
@@ -37,6 +38,7 @@ struct CatalogConfig {
   Problem problem;
   std::optional<BatchPlan> batch;  // "batch_invariance": the sub-batches to compare (not part of the id)
   bool quick = false;              // "quick": also in the quick profile (not part of the id)
+  std::string model;               // "model": where the shape comes from, or empty (not part of the id)
   std::string config_id;  // stable id: SHA-256 of {op, params, seed} (+ dtype, math unless default), 16 hex digits
 
   bool selects(const VariantDef& v) const;
@@ -62,9 +64,10 @@ void with_precision(Problem& p, DType dtype, const std::string& math);
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry);
 Catalog load_catalog_file(const std::string& path, const Registry& registry);
 Catalog default_catalog(const Registry& registry);
-// The built-in catalogue of a profile (DESIGN.md "Profiles"): "default" (suites/catalog/default.json)
-// or "quick" (its configs marked "quick": at least one per op, covering every variant, what CI
-// certifies on every change). An unknown name is a usage error listing the profiles.
+// The built-in catalogue of a profile (DESIGN.md "Profiles"): "default" (suites/catalog/default.json),
+// "quick" (its configs marked "quick": at least one per op, covering every variant, what CI
+// certifies on every change) or "models" (suites/catalog/models.json: the layer shapes of real
+// networks, each config naming its `model`). An unknown name is a usage error listing the profiles.
 Catalog builtin_catalog(const std::string& profile, const Registry& registry);
 const std::vector<std::string>& profile_names();
 const std::string& default_catalog_text();

@@ -5,6 +5,7 @@
 namespace d9m::embedded {
 
 const std::string& default_catalog_json();  // suites/catalog/default.json
+const std::string& models_catalog_json();   // suites/catalog/models.json
 const std::string& store_schema_sql();      // harness/store_schema.sql
 
 }  // namespace d9m::embedded

@@ -1,10 +1,31 @@
 #include "harness/exec/case_exec.h"
 
+#include <cstdio>
+
 #include "harness/core/error.h"
 #include "harness/core/inputs.h"
 #include "harness/exec/saved_outputs.h"
 
 namespace d9m {
+
+std::string memory_text(std::uint64_t bytes) {
+  char text[32];
+  if (bytes >= (std::uint64_t{1} << 30)) std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  else if (bytes >= (std::uint64_t{1} << 20)) std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else std::snprintf(text, sizeof text, "%llu KiB", static_cast<unsigned long long>((bytes + 1023) / 1024));
+  return text;
+}
+
+std::optional<std::string> memory_refusal(const Executor& ex, const VariantDef& v, const Problem& p) {
+  const std::optional<WorkingMemory> working = v.memory ? v.memory(p) : std::nullopt;
+  const std::uint64_t held = ex.memory_held(p), work = working ? working->bytes : 0;
+  const std::optional<std::uint64_t> free = ex.memory_free();
+  if (!free || held + work <= *free) return std::nullopt;
+  std::string why = "needs about " + memory_text(held + work) + " of " + ex.memory_name() + " (" + memory_text(held) +
+                    " for the harness's copies of the data";
+  if (working) why += ", " + memory_text(work) + " of working memory: " + working->what;
+  return why + "); " + memory_text(*free) + " is free";
+}
 
 CaseHost::CaseHost(unsigned threads) {
   executors_[Backend::cpu] = make_cpu_executor(threads);
@@ -79,6 +100,13 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
   if (auto unsupported = v.unsupported ? v.unsupported(cc.problem) : std::nullopt) {
     r.kind = CaseExecution::Kind::unsupported;
     r.detail = *unsupported;
+    return r;
+  }
+  // Refused before anything is allocated where it cannot fit: this machine is too small for the
+  // case, which is not the variant failing.
+  if (auto too_big = memory_refusal(ex, v, cc.problem)) {
+    r.kind = CaseExecution::Kind::unsupported;
+    r.detail = *too_big;
     return r;
   }
   try {

@@ -1,7 +1,10 @@
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <string>
 
 #include "harness/core/digest.h"
 #include "harness/core/element_diff.h"
@@ -76,11 +79,45 @@ class CpuExecutor final : public Executor {
     return out;
   }
 
+  std::string memory_name() const override { return "host memory"; }
+  std::optional<std::uint64_t> memory_free() const override { return host_memory_free(); }
+  std::uint64_t memory_held(const Problem& p) const override { return 2 * static_cast<std::uint64_t>(p.output.bytes()); }
+
  private:
   ThreadPool pool_;
 };
 
 }  // namespace
+
+std::optional<std::uint64_t> host_memory_free() {
+  // The kernel's estimate of what can be allocated without swapping (MemAvailable), bounded by
+  // the cgroup's limit where this process runs in one (a container's memory.max).
+  std::optional<std::uint64_t> free;
+  if (std::ifstream meminfo("/proc/meminfo"); meminfo) {
+    std::string key;
+    std::uint64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit)
+      if (key == "MemAvailable:") {
+        free = kib * 1024;
+        break;
+      }
+  }
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  std::string max_text;
+  std::uint64_t current = 0;
+  if (max_file >> max_text && max_text != "max" && current_file >> current) {
+    std::uint64_t limit = 0;
+    try {
+      limit = std::stoull(max_text);
+    } catch (const std::exception&) {
+      return free;
+    }
+    const std::uint64_t room = limit > current ? limit - current : 0;
+    free = free ? std::min(*free, room) : room;
+  }
+  return free;
+}
 
 DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::int64_t elements) {
   DiffStats d;

@@ -71,6 +71,36 @@ class CudaExecutor final : public Executor {
 
   bool device_lost() const override { return lost_.has_value(); }
 
+  std::string memory_name() const override { return "device memory"; }
+
+  // Free device memory, counting what the stream-ordered pool keeps reserved but unused (freed
+  // buffers stay there between trials, see unavailable()).
+  std::optional<std::uint64_t> memory_free() const override {
+    if (unavailable()) return std::nullopt;
+    std::size_t free = 0, total = 0;
+    if (cudaSetDevice(0) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return std::nullopt;
+    }
+    std::uint64_t pooled = 0;
+    cudaMemPool_t pool;
+    if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess) {
+      std::uint64_t reserved = 0, used = 0;
+      if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+          cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
+        pooled = reserved - used;
+    }
+    cudaGetLastError();
+    return static_cast<std::uint64_t>(free) + pooled;
+  }
+
+  // The inputs, the first trial's output (kept for the diffs) and the current one, on the device.
+  std::uint64_t memory_held(const Problem& p) const override {
+    std::uint64_t bytes = 2 * static_cast<std::uint64_t>(p.output.bytes());
+    for (const auto& d : p.inputs) bytes += d.bytes();
+    return bytes;
+  }
+
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                   bool keep_first_output, const TrialCallback& after_trial) override {
     return noting_loss([&] { return run_trials(v, p, inputs, trials, keep_first_output, after_trial); });

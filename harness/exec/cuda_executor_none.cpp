@@ -18,6 +18,9 @@ class NoCudaExecutor final : public Executor {
   HostTensor run_once(const VariantDef&, const Problem&, const std::vector<HostTensor>&) override {
     throw std::logic_error("CUDA run on a build without CUDA");  // unavailable() keeps any case from getting here
   }
+  std::string memory_name() const override { return "device memory"; }
+  std::optional<std::uint64_t> memory_free() const override { return std::nullopt; }
+  std::uint64_t memory_held(const Problem&) const override { return 0; }
 };
 }  // namespace
 

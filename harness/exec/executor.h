@@ -44,7 +44,23 @@ class Executor {
   virtual HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) = 0;
   // After a sticky error the device (its context) is unusable for the rest of this process.
   virtual bool device_lost() const { return false; }
+  // The memory cases of this backend draw on: its name in messages ("host memory", "device
+  // memory"), how much of it is free now (nullopt where that cannot be told), and how much the
+  // executor itself holds while a case of `p` runs (the first and the current output, and on a
+  // device the inputs).
+  virtual std::string memory_name() const = 0;
+  virtual std::optional<std::uint64_t> memory_free() const = 0;
+  virtual std::uint64_t memory_held(const Problem& p) const = 0;
 };
+
+// Why a case of `v` on `p` cannot run on `ex` for lack of memory, naming what it needs (the
+// executor's own buffers and the variant's working memory, VariantDef::memory) and what is free;
+// nullopt when it fits or the free memory cannot be told.
+std::optional<std::string> memory_refusal(const Executor& ex, const VariantDef& v, const Problem& p);
+// Bytes in words: "512 KiB", "3.2 MiB", "29.8 GiB".
+std::string memory_text(std::uint64_t bytes);
+// Host memory free to this process: /proc/meminfo's MemAvailable, bounded by its cgroup's limit.
+std::optional<std::uint64_t> host_memory_free();
 
 std::unique_ptr<Executor> make_cpu_executor(unsigned threads);
 // The CUDA executor of this build, or one that reports why CUDA cases cannot run.

@@ -8,16 +8,20 @@
 //   serial   s ascending, emission order within s: the reference order that defines the op.
 //   atomic   tasks of a few sources run on all worker threads and add with atomic float adds;
 //            the order of adds into one target is whatever the scheduler produced.
-//   ordered  contributions are collected per fixed chunk of sources, bucketed stably by fixed
-//            target range, and each range is summed by one task in bucket order. Bucketing is
-//            stable, so every target receives its contributions exactly in serial order: the
-//            result is bit-identical to serial on any thread count. This is the CPU analogue of
-//            "sort by index, then a fixed-order segmented reduction" on a GPU.
+//   ordered  contributions are collected per chunk of sources, bucketed stably by fixed target
+//            range, and each range is summed by one task in bucket order; sources run in waves of
+//            chunks, so only a wave's contributions are buffered at once. Bucketing is stable and
+//            waves follow source order, so every target receives its contributions exactly in
+//            serial order: the result is bit-identical to serial on any thread count (and any
+//            chunk or wave size). This is the CPU analogue of "sort by index, then a fixed-order
+//            segmented reduction" on a GPU.
 //
 // The enumerator is called as en(s, emit) and must be a pure function of s.
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -33,7 +37,8 @@ namespace d9m::accumulate {
 // Sources per task of the atomic variant: small, so that threads interleave finely and many
 // adds race for one address, as on a GPU.
 inline constexpr std::size_t kAtomicGrain = 16;
-// Sources per chunk of the ordered variant. Fixed, not derived from the thread count.
+// Sources per chunk of the ordered variant, at most (fewer where each source emits many
+// contributions: plan_waves). Never derived from the thread count.
 inline constexpr std::size_t kOrderedChunk = 512;
 // Target ranges of the ordered variant's bucketing (at most this many).
 inline constexpr std::size_t kOrderedRanges = 256;
@@ -73,57 +78,107 @@ void atomic(ThreadPool& pool, std::size_t sources, T* out, Enumerate&& en) {
   });
 }
 
+// Contributions the ordered variant buffers at once (collected and bucketed: two copies of 8
+// bytes each, 16 for f64). Sources run in waves of whole chunks: a wave's contributions are
+// bucketed and added into the output before the next wave's are collected. Every target still
+// receives its contributions in source order, so neither the wave nor the chunk size can change
+// a bit (only the memory and the speed), and memory stays bounded however many contributions
+// the op emits (a ResNet convolution's backprop emits billions).
+inline constexpr std::uint64_t kOrderedWaveContributions = std::uint64_t{1} << 24;
+
+// The working memory of ordered() on a problem: its buffers at the wave budget (or at the plan's
+// bound, when that is smaller), in bytes.
+std::uint64_t ordered_buffer_bytes(const Problem& p);
+
+// Sources per chunk and chunks per wave for `sources` sources emitting at most `bound`
+// contributions in all (0: unknown). From the bound's average per source: chunks of at most
+// kOrderedChunk sources with room for several in a wave, and as many chunks in a wave as the
+// budget holds. Without a bound: kOrderedChunk, and the next wave sized by what was seen.
+struct WavePlan {
+  std::size_t chunk = kOrderedChunk;
+  std::size_t first_wave = 0;  // chunks in the first wave
+};
+inline WavePlan plan_waves(std::size_t sources, std::uint64_t bound, std::uint64_t budget) {
+  WavePlan w;
+  const std::uint64_t per_source = bound == 0 ? 1 : std::max<std::uint64_t>(1, (bound + sources - 1) / sources);
+  w.chunk = static_cast<std::size_t>(std::clamp<std::uint64_t>(budget / (8 * per_source), 1, kOrderedChunk));
+  w.first_wave = static_cast<std::size_t>(std::max<std::uint64_t>(1, budget / (w.chunk * per_source)));
+  return w;
+}
+
+// `bound` is the problem's Problem::contributions: exceeding it is a bug in the op's plan (its
+// memory estimate would be wrong), reported as an error rather than ignored. `budget` is the
+// wave budget (a parameter so that the tests can make waves small).
 template <class T, class Enumerate>
-void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, T* out,
-             Enumerate&& en) {
+void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, T* out, Enumerate&& en,
+             std::uint64_t bound = 0, std::uint64_t budget = kOrderedWaveContributions) {
   struct Contribution {
     std::uint32_t target;
     T value;
   };
   if (sources == 0 || targets == 0) return;
-  const std::size_t chunks = (sources + kOrderedChunk - 1) / kOrderedChunk;
   const std::size_t ranges = std::min(targets, kOrderedRanges);
   const std::size_t range_width = (targets + ranges - 1) / ranges;
+  const WavePlan plan = plan_waves(sources, bound, budget);
+  const std::size_t chunks = (sources + plan.chunk - 1) / plan.chunk;
 
-  // 1. Each chunk collects its contributions in emission order and counts them per range.
-  std::vector<std::vector<Contribution>> collected(chunks);
-  std::vector<std::size_t> counts(chunks * ranges, 0);
-  pool.parallel_for(chunks, [&](std::size_t c) {
-    auto& mine = collected[c];
-    std::size_t* count = &counts[c * ranges];
-    auto emit = [&](std::size_t t, T v) {
-      mine.push_back({static_cast<std::uint32_t>(t), v});
-      ++count[t / range_width];
-    };
-    const std::size_t end = std::min(sources, (c + 1) * kOrderedChunk);
-    for (std::size_t s = c * kOrderedChunk; s < end; ++s) en(s, emit);
-  });
+  std::vector<std::vector<Contribution>> collected;
+  std::vector<std::size_t> counts, offset, range_begin(ranges + 1);
+  std::vector<Contribution> bucketed;
+  std::uint64_t emitted = 0;
+  std::size_t next_wave = plan.first_wave;
+  for (std::size_t first = 0; first < chunks;) {
+    const std::size_t wave = std::min(next_wave, chunks - first);
+    // 1. Each chunk of the wave collects its contributions in emission order and counts them
+    //    per range.
+    collected.assign(wave, {});
+    counts.assign(wave * ranges, 0);
+    pool.parallel_for(wave, [&](std::size_t c) {
+      auto& mine = collected[c];
+      std::size_t* count = &counts[c * ranges];
+      auto emit = [&](std::size_t t, T v) {
+        mine.push_back({static_cast<std::uint32_t>(t), v});
+        ++count[t / range_width];
+      };
+      const std::size_t begin = (first + c) * plan.chunk, end = std::min(sources, begin + plan.chunk);
+      for (std::size_t s = begin; s < end; ++s) en(s, emit);
+    });
 
-  // 2. Bucket offsets in (range, chunk) order: within a range, chunks keep source order.
-  std::vector<std::size_t> offset(chunks * ranges);
-  std::vector<std::size_t> range_begin(ranges + 1, 0);
-  std::size_t total = 0;
-  for (std::size_t r = 0; r < ranges; ++r) {
-    range_begin[r] = total;
-    for (std::size_t c = 0; c < chunks; ++c) {
-      offset[c * ranges + r] = total;
-      total += counts[c * ranges + r];
+    // 2. Bucket offsets in (range, chunk) order: within a range, chunks keep source order.
+    offset.assign(wave * ranges, 0);
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < ranges; ++r) {
+      range_begin[r] = total;
+      for (std::size_t c = 0; c < wave; ++c) {
+        offset[c * ranges + r] = total;
+        total += counts[c * ranges + r];
+      }
     }
+    range_begin[ranges] = total;
+    emitted += total;
+    if (bound != 0 && emitted > bound)
+      throw std::logic_error("the op emitted more contributions than its plan's bound (Problem::contributions = " +
+                             std::to_string(bound) + ")");
+
+    // 3. Stable scatter of each chunk's contributions into the buckets.
+    bucketed.resize(total);
+    pool.parallel_for(wave, [&](std::size_t c) {
+      std::size_t* next = &offset[c * ranges];
+      for (const Contribution& k : collected[c]) bucketed[next[k.target / range_width]++] = k;
+    });
+
+    // 4. One task per range adds its bucket in order onto what earlier waves left: per target,
+    //    exactly the serial order.
+    pool.parallel_for(ranges, [&](std::size_t r) {
+      for (std::size_t i = range_begin[r]; i < range_begin[r + 1]; ++i)
+        out[bucketed[i].target] = add(out[bucketed[i].target], bucketed[i].value);
+    });
+
+    // The next wave holds as many chunks as the budget does at the density seen so far.
+    first += wave;
+    const double per_chunk = std::max(1.0, static_cast<double>(emitted) / static_cast<double>(first));
+    next_wave = static_cast<std::size_t>(std::max(1.0, static_cast<double>(budget) / per_chunk));
   }
-  range_begin[ranges] = total;
-
-  // 3. Stable scatter of each chunk's contributions into the buckets.
-  std::vector<Contribution> bucketed(total);
-  pool.parallel_for(chunks, [&](std::size_t c) {
-    std::size_t* next = &offset[c * ranges];
-    for (const Contribution& k : collected[c]) bucketed[next[k.target / range_width]++] = k;
-  });
-
-  // 4. One task per range adds its bucket in order: per target, exactly the serial order.
-  pool.parallel_for(ranges, [&](std::size_t r) {
-    for (std::size_t i = range_begin[r]; i < range_begin[r + 1]; ++i)
-      out[bucketed[i].target] = add(out[bucketed[i].target], bucketed[i].value);
-  });
 }
 
 enum class Order { serial, atomic, ordered };
@@ -136,7 +191,7 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en
     case Order::serial: serial(sources, out, en); break;
     case Order::atomic: atomic(*a.exec.pool, sources, out, en); break;
     case Order::ordered:
-      ordered(*a.exec.pool, sources, static_cast<std::size_t>(a.problem.output.numel()), out, en);
+      ordered(*a.exec.pool, sources, static_cast<std::size_t>(a.problem.output.numel()), out, en, a.problem.contributions);
       break;
   }
 }

@@ -17,7 +17,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <climits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 #include <cstdint>
 #include <type_traits>
 
@@ -77,12 +82,15 @@ __global__ void count_kernel(std::size_t sources, unsigned long long* counts, En
   counts[s] = emit.n;
 }
 
+// Writes the pairs of sources [first, first + count), each at its offset less `base` (the
+// first offset of the wave).
 template <class T, class En>
-__global__ void write_kernel(std::size_t sources, const unsigned long long* offsets, std::uint32_t* keys,
-                             T* values, En en) {
-  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (s >= sources) return;
-  WriteEmit<T> emit{keys, values, offsets[s]};
+__global__ void write_kernel(std::size_t first, std::size_t count, const unsigned long long* offsets, unsigned long long base,
+                             std::uint32_t* keys, T* values, En en) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= count) return;
+  const std::size_t s = first + i;
+  WriteEmit<T> emit{keys, values, offsets[s] - base};
   en(s, emit);
 }
 
@@ -117,8 +125,78 @@ void atomic(cudaStream_t stream, std::size_t sources, T* out, En en) {
   D9M_CUDA_CHECK_LAUNCH();
 }
 
+// Contributions sorted at once by cuda.ordered: sources run in waves whose contributions fit
+// this budget, each wave sorted and added onto the output before the next (every target still
+// receives its contributions in source order, so the bits are the same whatever the waves).
+// About 1.5 GiB of buffers at the budget (pairs, sorted pairs, run-length encoding, sort space).
+inline constexpr std::uint64_t kWaveContributions = std::uint64_t{1} << 25;
+
+// The device memory of ordered() on a problem, in bytes: its buffers at the wave budget (or at
+// the plan's bound, when smaller). Sources' counts and offsets (16 bytes each) are not included:
+// the problem does not say how many sources the op has.
+std::uint64_t ordered_buffer_bytes(const Problem& p);
+
+// The sorted, fixed-order sum of the contributions of sources [first, first + count), whose
+// pairs start at offset `base` and number m, onto out. Buffers are sized for the largest wave.
+struct WaveBuffers {
+  DeviceBuffer keys, values, keys_sorted, values_sorted, unique, lengths, starts, runs;
+  WaveBuffers(std::size_t m, std::size_t value_bytes, cudaStream_t stream)
+      : keys(m * sizeof(std::uint32_t), stream), values(m * value_bytes, stream), keys_sorted(m * sizeof(std::uint32_t), stream),
+        values_sorted(m * value_bytes, stream), unique(m * sizeof(std::uint32_t), stream), lengths(m * sizeof(int), stream),
+        starts(m * sizeof(int), stream), runs(sizeof(int), stream) {}
+};
+
 template <class T, class En>
-void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* out, En en) {
+void ordered_wave(cudaStream_t stream, WaveBuffers& b, std::size_t first, std::size_t count, const unsigned long long* offsets,
+                  unsigned long long base, int m, std::size_t targets, T* out, En en) {
+  using V = SortValue<T>;
+  // 3. pairs in reference order.
+  write_kernel<T><<<blocks_for(count), 256, 0, stream>>>(first, count, offsets, base, b.keys.get<std::uint32_t>(), b.values.get<T>(), en);
+  D9M_CUDA_CHECK_LAUNCH();
+
+  // 4. stable sort by target.
+  const int end_bit = bits_for(targets);
+  std::size_t temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.keys.get<std::uint32_t>(), b.keys_sorted.get<std::uint32_t>(),
+                                                 b.values.get<V>(), b.values_sorted.get<V>(), m, 0, end_bit, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, b.keys.get<std::uint32_t>(),
+                                                   b.keys_sorted.get<std::uint32_t>(), b.values.get<V>(),
+                                                   b.values_sorted.get<V>(), m, 0, end_bit, stream));
+  }
+
+  // 5. segments of equal targets.
+  // Encode writes only the first `runs` lengths; the scan below reads all m, so zero the rest.
+  D9M_CUDA_CHECK(cudaMemsetAsync(b.lengths.get(), 0, static_cast<std::size_t>(m) * sizeof(int), stream));
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, b.keys_sorted.get<std::uint32_t>(),
+                                                    b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp.get(), temp_bytes, b.keys_sorted.get<std::uint32_t>(),
+                                                      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
+  }
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
+  }
+
+  // 6. one thread per segment, in order, onto what earlier waves left. (At most `m` segments;
+  // threads past the run count exit.)
+  segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
+      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.starts.get<int>(), b.runs.get<int>(), b.values_sorted.get<T>(), out);
+  D9M_CUDA_CHECK_LAUNCH();
+}
+
+// `bound` is the problem's Problem::contributions (0: not stated): exceeding it is a bug in the
+// op's plan, reported as an error. `budget` is the wave budget (a parameter so that the tests can
+// make waves small).
+template <class T, class En>
+void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* out, En en, std::uint64_t bound = 0,
+             std::uint64_t budget = kWaveContributions) {
   if (sources == 0 || targets == 0) return;
   // 1-2. counts and offsets (one extra element so the scan also yields the total).
   DeviceBuffer counts((sources + 1) * sizeof(unsigned long long), stream);
@@ -139,61 +217,49 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
                                  cudaMemcpyDeviceToHost, stream));
   D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (total == 0) return;
-  if (total > static_cast<unsigned long long>(INT_MAX))
-    throw Unsupported("cuda.ordered: more than 2^31 contributions; CUB's run-length encoding counts items in int");
-  const int m = static_cast<int>(total);
-
-  // 3. pairs in reference order.
-  using V = SortValue<T>;
-  DeviceBuffer keys(total * sizeof(std::uint32_t), stream), values(total * sizeof(T), stream);
-  write_kernel<T><<<blocks_for(sources), 256, 0, stream>>>(sources, offsets.get<unsigned long long>(),
-                                                           keys.get<std::uint32_t>(), values.get<T>(), en);
-  D9M_CUDA_CHECK_LAUNCH();
-
-  // 4. stable sort by target.
-  DeviceBuffer keys_sorted(total * sizeof(std::uint32_t), stream), values_sorted(total * sizeof(T), stream);
-  const int end_bit = bits_for(targets);
-  temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.get<std::uint32_t>(), keys_sorted.get<std::uint32_t>(),
-                                                 values.get<V>(), values_sorted.get<V>(), m, 0, end_bit, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, keys.get<std::uint32_t>(),
-                                                   keys_sorted.get<std::uint32_t>(), values.get<V>(),
-                                                   values_sorted.get<V>(), m, 0, end_bit, stream));
+  if (bound != 0 && total > bound)
+    throw std::logic_error("the op emitted " + std::to_string(total) + " contributions, more than its plan's bound (Problem::contributions = " +
+                           std::to_string(bound) + ")");
+  if (total <= budget) {
+    WaveBuffers b(static_cast<std::size_t>(total), sizeof(T), stream);
+    ordered_wave(stream, b, 0, sources, offsets.get<unsigned long long>(), 0, static_cast<int>(total), targets, out, en);
+    return;
   }
-
-  // 5. segments of equal targets.
-  DeviceBuffer unique(total * sizeof(std::uint32_t), stream), lengths(total * sizeof(int), stream);
-  DeviceBuffer starts(total * sizeof(int), stream), runs(sizeof(int), stream);
-  // Encode writes only the first `runs` lengths; the scan below reads all m, so zero the rest.
-  D9M_CUDA_CHECK(cudaMemsetAsync(lengths.get(), 0, lengths.bytes(), stream));
-  temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, keys_sorted.get<std::uint32_t>(),
-                                                    unique.get<std::uint32_t>(), lengths.get<int>(), runs.get<int>(), m, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp.get(), temp_bytes, keys_sorted.get<std::uint32_t>(),
-                                                      unique.get<std::uint32_t>(), lengths.get<int>(), runs.get<int>(), m, stream));
+  // Waves: the largest runs of whole sources whose contributions fit the budget (a source beyond
+  // it alone makes a wave of its own, up to CUB's int item counts).
+  std::vector<unsigned long long> host_offsets(sources + 1);
+  D9M_CUDA_CHECK(cudaMemcpyAsync(host_offsets.data(), offsets.get(), (sources + 1) * sizeof(unsigned long long),
+                                 cudaMemcpyDeviceToHost, stream));
+  D9M_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<std::pair<std::size_t, std::size_t>> waves;  // [first, end)
+  unsigned long long largest = 0;
+  for (std::size_t first = 0; first < sources;) {
+    const auto limit = host_offsets[first] + budget;
+    // The first source past the wave: the first whose end offset exceeds the budget.
+    std::size_t end = static_cast<std::size_t>(std::upper_bound(host_offsets.begin() + static_cast<std::ptrdiff_t>(first) + 1,
+                                                                host_offsets.end(), limit) -
+                                               host_offsets.begin()) - 1;
+    if (end <= first) end = first + 1;
+    const unsigned long long m = host_offsets[end] - host_offsets[first];
+    if (m > static_cast<unsigned long long>(INT_MAX))
+      throw Unsupported("cuda.ordered: one source emits more than 2^31 contributions; CUB's run-length encoding counts items in int");
+    largest = std::max(largest, m);
+    waves.emplace_back(first, end);
+    first = end;
   }
-  temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, lengths.get<int>(), starts.get<int>(), m, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, lengths.get<int>(), starts.get<int>(), m, stream));
+  WaveBuffers b(static_cast<std::size_t>(largest), sizeof(T), stream);
+  for (const auto& [first, end] : waves) {
+    const unsigned long long m = host_offsets[end] - host_offsets[first];
+    if (m == 0) continue;
+    ordered_wave(stream, b, first, end - first, offsets.get<unsigned long long>(), host_offsets[first], static_cast<int>(m), targets, out, en);
   }
-
-  // 6. one thread per segment, in order. (At most `m` segments; threads past the run count exit.)
-  segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
-      unique.get<std::uint32_t>(), lengths.get<int>(), starts.get<int>(), runs.get<int>(), values_sorted.get<T>(), out);
-  D9M_CUDA_CHECK_LAUNCH();
 }
 
 template <class T = float, class En>
 void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
   auto stream = static_cast<cudaStream_t>(a.exec.stream);
   if (order == Order::atomic) atomic(stream, sources, a.out<T>(), en);
-  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en);
+  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en, a.problem.contributions);
 }
 
 template <class T>
@@ -215,7 +281,7 @@ void apply_widened(Order order, const KernelArgs& a, std::size_t sources, En en)
     DeviceBuffer acc(n * sizeof(Acc<T>), stream);
     D9M_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.bytes(), stream));  // +0.0f
     if (order == Order::atomic) accumulate::cuda::atomic(stream, sources, acc.get<Acc<T>>(), en);
-    else accumulate::cuda::ordered(stream, sources, n, acc.get<Acc<T>>(), en);
+    else accumulate::cuda::ordered(stream, sources, n, acc.get<Acc<T>>(), en, a.problem.contributions);
     narrow_kernel<T><<<blocks_for(n), 256, 0, stream>>>(acc.get<Acc<T>>(), a.out<T>(), n);
     D9M_CUDA_CHECK_LAUNCH();
   }

@@ -37,6 +37,13 @@ inline std::int64_t checked_product(std::initializer_list<std::int64_t> factors,
   return p;
 }
 
+// A problem in scatter form with the most contributions its sources can emit
+// (Problem::contributions), a product of sizes checked like any other.
+inline Problem scattering(Problem p, std::initializer_list<std::int64_t> factors, const std::string& param) {
+  p.contributions = static_cast<std::uint64_t>(checked_product(factors, param));
+  return p;
+}
+
 // f32 first (the default), then the others: an op whose variants all run at every precision.
 inline std::vector<DType> all_float_dtypes() { return {DType::f32, DType::f16, DType::bf16, DType::f64}; }
 

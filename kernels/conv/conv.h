@@ -148,6 +148,61 @@ struct BwdFilterTaps {
 
 inline std::size_t positions(const Geometry& g) { return static_cast<std::size_t>(g.n * g.y.out * g.x.out); }
 
+// ---- the backprops in gather form (cpu.gather, cuda.gather) -------------------------------
+// Each output sums its own contributions, in the order the scatter reference adds them, so the
+// result is cpu.serial's to the bit with memory of the output alone (issue 13: ordered variants
+// that scale to real models, where the scatter form emits billions of contributions).
+
+// The forward output position whose window reaches input row `in` at tap k, or -1.
+D9M_HD inline std::int64_t position_reaching(const Window1d& w, std::int64_t in, std::int64_t k) {
+  const std::int64_t num = in + w.pad_before - k * w.dilation;
+  if (num < 0 || num % w.stride != 0) return -1;
+  const std::int64_t o = num / w.stride;
+  return o < w.out ? o : -1;
+}
+
+// dx[n, ih, iw, ci] for ci in [ci0, ci0 + count), added onto acc[0..count). The reference adds
+// into one dx element once per position whose window covers (ih, iw), at the single tap that
+// does, co ascending, positions in increasing (oh, ow): walking the taps from the last to the
+// first meets those positions in exactly that order (oh = (ih + pad - kh * dilation) / stride
+// grows as kh falls).
+template <class T>
+D9M_HD inline void bwd_data_gather(const Geometry& g, const T* filter, const T* out_backprop, std::int64_t n, std::int64_t ih,
+                                   std::int64_t iw, std::int64_t ci0, std::int64_t count, Acc<T>* acc) {
+  for (std::int64_t kh = g.y.k - 1; kh >= 0; --kh) {
+    const std::int64_t oh = position_reaching(g.y, ih, kh);
+    if (oh < 0) continue;
+    for (std::int64_t kw = g.x.k - 1; kw >= 0; --kw) {
+      const std::int64_t ow = position_reaching(g.x, iw, kw);
+      if (ow < 0) continue;
+      const T* dy = out_backprop + ((n * g.y.out + oh) * g.x.out + ow) * g.co;
+      const T* w_tap = filter + (kh * g.x.k + kw) * g.ci * g.co;
+      for (std::int64_t j = 0; j < count; ++j)
+        for (std::int64_t co = 0; co < g.co; ++co) acc[j] = acc[j] + widen(dy[co]) * widen(w_tap[(ci0 + j) * g.co + co]);
+    }
+  }
+}
+
+// dw[kh, kw, ci, co] for co in [co0, co0 + count), added onto acc[0..count): one product per
+// position whose tap (kh, kw) falls inside the input, positions in increasing (n, oh, ow), as
+// the reference adds them.
+template <class T>
+D9M_HD inline void bwd_filter_gather(const Geometry& g, const T* input, const T* out_backprop, std::int64_t kh, std::int64_t kw,
+                                     std::int64_t ci, std::int64_t co0, std::int64_t count, Acc<T>* acc) {
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oh = 0; oh < g.y.out; ++oh) {
+      const std::int64_t ih = oh * g.y.stride - g.y.pad_before + kh * g.y.dilation;
+      if (ih < 0 || ih >= g.y.in) continue;
+      for (std::int64_t ow = 0; ow < g.x.out; ++ow) {
+        const std::int64_t iw = ow * g.x.stride - g.x.pad_before + kw * g.x.dilation;
+        if (iw < 0 || iw >= g.x.in) continue;
+        const Acc<T> x = widen(input[((n * g.y.in + ih) * g.x.in + iw) * g.ci + ci]);
+        const T* dy = out_backprop + ((n * g.y.out + oh) * g.x.out + ow) * g.co + co0;
+        for (std::int64_t j = 0; j < count; ++j) acc[j] = acc[j] + x * widen(dy[j]);
+      }
+    }
+}
+
 // Padding after the input in one dimension: TensorFlow's SAME puts an odd extra row or column
 // there, so it can exceed pad_before by one (cuDNN's legacy API pads both sides equally).
 inline std::int64_t pad_after(const Window1d& w) {

@@ -104,4 +104,52 @@ void bwd_filter(const KernelArgs& a, accumulate::Order order) {
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("conv2d_bwd_data", bwd_data));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("conv2d_bwd_filter", bwd_filter));
 
+namespace {
+
+// cuda.gather: one thread per output element sums its contributions in the reference order
+// (conv.h bwd_data_gather, bwd_filter_gather) and rounds once: cpu.serial's bits, no sort, no
+// buffer, memory of the output alone.
+template <class T>
+void bwd_data_gathered(const KernelArgs& a) {
+  const Geometry g = a.problem.geom<Geometry>();
+  const T* w = a.in<T>(0);
+  const T* dy = a.in<T>(1);
+  T* out = a.out<T>();
+  cuda::for_each_index(a, static_cast<std::size_t>(a.problem.output.numel()), [=] __device__(std::size_t i) {
+    const auto e = static_cast<std::int64_t>(i);
+    const std::int64_t ci = e % g.ci, px = e / g.ci;
+    Acc<T> acc = 0;
+    bwd_data_gather(g, w, dy, px / g.x.in / g.y.in, (px / g.x.in) % g.y.in, px % g.x.in, ci, 1, &acc);
+    out[i] = narrow<T>(acc);
+  });
+}
+
+template <class T>
+void bwd_filter_gathered(const KernelArgs& a) {
+  const Geometry g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const T* dy = a.in<T>(1);
+  T* out = a.out<T>();
+  cuda::for_each_index(a, static_cast<std::size_t>(a.problem.output.numel()), [=] __device__(std::size_t i) {
+    const auto e = static_cast<std::int64_t>(i);
+    const std::int64_t co = e % g.co, ci = (e / g.co) % g.ci, kw = (e / g.co / g.ci) % g.x.k, kh = e / g.co / g.ci / g.x.k;
+    Acc<T> acc = 0;
+    bwd_filter_gather(g, x, dy, kh, kw, ci, co, 1, &acc);
+    out[i] = narrow<T>(acc);
+  });
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANTS({
+    {.op = "conv2d_bwd_data", .name = "cuda.gather", .backend = Backend::cuda, .role = Role::ordered,
+     .claim = op::deterministic("one thread per input element sums its contributions in the reference order, nothing "
+                                "buffered (bit-equal to cpu.serial)"),
+     .run = typed([](const KernelArgs& a, auto tag) { bwd_data_gathered<decltype(tag)>(a); }), .bit_equal_to = "cpu.serial"},
+    {.op = "conv2d_bwd_filter", .name = "cuda.gather", .backend = Backend::cuda, .role = Role::ordered,
+     .claim = op::deterministic("one thread per filter element sums its contributions over positions in the reference "
+                                "order, nothing buffered (bit-equal to cpu.serial)"),
+     .run = typed([](const KernelArgs& a, auto tag) { bwd_filter_gathered<decltype(tag)>(a); }), .bit_equal_to = "cpu.serial"},
+});
+
 }  // namespace d9m::conv

@@ -58,8 +58,9 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::f32("filter", filter_shape(g)), op::f32("out_backprop", dy_shape(g))},
-                     op::f32("output", input_shape(g)), g};
+      // At most every tap of every position, times ci * co.
+      return op::scattering(Problem{{op::f32("filter", filter_shape(g)), op::f32("out_backprop", dy_shape(g))}, op::f32("output", input_shape(g)), g},
+                            {g.n, g.y.out, g.x.out, g.y.k, g.x.k, g.ci, g.co}, "co");
     },
     .fill = fill_floats,
     .batch = [](const Params&) { return BatchAxes{"n", {-1, 0}, 0}; },
@@ -74,8 +75,8 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::f32("input", input_shape(g)), op::f32("out_backprop", dy_shape(g))},
-                     op::f32("output", filter_shape(g)), g};
+      return op::scattering(Problem{{op::f32("input", input_shape(g)), op::f32("out_backprop", dy_shape(g))}, op::f32("output", filter_shape(g)), g},
+                            {g.n, g.y.out, g.x.out, g.y.k, g.x.k, g.ci, g.co}, "co");
     },
     .fill = fill_floats,
 });

@@ -73,8 +73,10 @@ D9M_REGISTER_OP(OpDef{
     .params = params(true, false), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, true);
-      return Problem{{op::f32_always("grads", crops_shape(g)), op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
-                     op::f32("output", image_shape(g)), g};
+      // Four taps per crop element (one with nearest).
+      return op::scattering(Problem{{op::f32_always("grads", crops_shape(g)), op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
+                                    op::f32("output", image_shape(g)), g},
+                            {4, g.boxes, g.crop_h, g.crop_w, g.c}, "boxes");
     },
     // TensorFlow computes each contribution in float (float grads times float weights) and adds
     // it in T. At f64 that is a sum of 24-bit terms in a 53-bit accumulator, exact (and blind
@@ -91,9 +93,11 @@ D9M_REGISTER_OP(OpDef{
     .params = params(false, false), .tolerance = 1e-4, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, false);
-      return Problem{{op::f32_always("grads", crops_shape(g)), op::f32("image", image_shape(g)),
-                      op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
-                     op::f32_always("output", {g.boxes, 4}), g};
+      // Four box coordinates per crop element.
+      return op::scattering(Problem{{op::f32_always("grads", crops_shape(g)), op::f32("image", image_shape(g)),
+                                     op::f32_always("boxes", {g.boxes, 4}), op::i32("box_ind", {g.boxes})},
+                                    op::f32_always("output", {g.boxes, 4}), g},
+                            {4, g.boxes, g.crop_h, g.crop_w, g.c}, "boxes");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       const auto& g = pr.geom<Geometry>();

@@ -27,8 +27,10 @@ Problem plan(const Params& p, bool to_filter) {
   op::checked_product({g.n, g.y.in, g.x.in, g.c}, "h");
   op::checked_product({g.n, g.y.out, g.x.out, g.c}, "h");
   const Shape in{g.n, g.y.in, g.x.in, g.c}, filter{g.y.k, g.x.k, g.c}, out{g.n, g.y.out, g.x.out, g.c};
-  return Problem{{op::f32("input", in), op::f32("filter", filter), op::f32("out_backprop", out)},
-                 op::f32(to_filter ? "filter_backprop" : "in_backprop", to_filter ? filter : in), g};
+  // One contribution per out_backprop element, at its maximum's input position or filter tap.
+  return op::scattering(Problem{{op::f32("input", in), op::f32("filter", filter), op::f32("out_backprop", out)},
+                                op::f32(to_filter ? "filter_backprop" : "in_backprop", to_filter ? filter : in), g},
+                        {g.n, g.y.out, g.x.out, g.c}, "h");
 }
 
 // input and filter stay random in both modes (the maxima, as max-pool's orig_input: ties rare,

@@ -28,7 +28,7 @@ D9M_REGISTER_OP(OpDef{
     .tolerance = 0.0,
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::i32("arr", {g.n})}, op::i32("counts", {g.bins}), g};
+      return op::scattering(Problem{{op::i32("arr", {g.n})}, op::i32("counts", {g.bins}), g}, {g.n}, "n");
     },
     .fill = [](const Problem& pr, FillMode, std::vector<FillTarget>& in) { fill_arr(in[0], pr.geom<Geometry>().bins); },
 });
@@ -42,7 +42,7 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::i32("arr", {g.n}), op::f32("weights", {g.n})}, op::f32("sums", {g.bins}), g};
+      return op::scattering(Problem{{op::i32("arr", {g.n}), op::f32("weights", {g.n})}, op::f32("sums", {g.bins}), g}, {g.n}, "n");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       fill_arr(in[0], pr.geom<Geometry>().bins);

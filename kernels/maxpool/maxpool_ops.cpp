@@ -45,8 +45,10 @@ D9M_REGISTER_OP(OpDef{
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
       const Shape in{g.n, g.y.in, g.x.in, g.c}, out{g.n, g.y.out, g.x.out, g.c};
-      return Problem{{op::f32("orig_input", in), op::f32("orig_output", out), op::f32("grad", out)},
-                     op::f32("output", in), g};
+      // One contribution per window, at its argmax.
+      return op::scattering(Problem{{op::f32("orig_input", in), op::f32("orig_output", out), op::f32("grad", out)},
+                                    op::f32("output", in), g},
+                            {g.n, g.y.out, g.x.out, g.c}, "h");
     },
     .fill = fill,
     .batch = [](const Params&) { return BatchAxes{"n", {0, 0, 0}, 0}; },

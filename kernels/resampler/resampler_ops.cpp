@@ -74,11 +74,14 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, true);
+      // Four corners per point and channel in either semantics.
       if (g.semantics == Semantics::tensorflow)
-        return Problem{{op::f32("warp", {g.batch, g.points, 2}), op::f32("grad_output", {g.batch, g.points, g.c})},
-                       op::f32("grad_data", {g.batch, g.h, g.w, g.c}), g};
-      return Problem{{op::f32("grid", {g.batch, 1, g.points, 2}), op::f32("grad_output", {g.batch, g.c, 1, g.points})},
-                     op::f32("grad_input", {g.batch, g.c, g.h, g.w}), g};
+        return op::scattering(Problem{{op::f32("warp", {g.batch, g.points, 2}), op::f32("grad_output", {g.batch, g.points, g.c})},
+                                      op::f32("grad_data", {g.batch, g.h, g.w, g.c}), g},
+                              {4, g.batch, g.points, g.c}, "points");
+      return op::scattering(Problem{{op::f32("grid", {g.batch, 1, g.points, 2}), op::f32("grad_output", {g.batch, g.c, 1, g.points})},
+                                    op::f32("grad_input", {g.batch, g.c, g.h, g.w}), g},
+                            {4, g.batch, g.points, g.c}, "points");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       fill_coords(in[0], pr.geom<Geometry>(), mode);
@@ -94,9 +97,11 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p, false);
-      return Problem{{op::f32("data", {g.batch, g.h, g.w, g.c}), op::f32("warp", {g.batch, g.points, 2}),
-                      op::f32("grad_output", {g.batch, g.points, g.c})},
-                     op::f32("grad_warp", {g.batch, g.points, 2}), g};
+      // x and y per point and channel.
+      return op::scattering(Problem{{op::f32("data", {g.batch, g.h, g.w, g.c}), op::f32("warp", {g.batch, g.points, 2}),
+                                     op::f32("grad_output", {g.batch, g.points, g.c})},
+                                    op::f32("grad_warp", {g.batch, g.points, 2}), g},
+                            {2, g.batch, g.points, g.c}, "points");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       fill::floats(in[0], mode);

@@ -54,8 +54,9 @@ D9M_REGISTER_OP(OpDef{
     .params = resize_params(), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))},
-                     op::f32("output", small(g)), g};
+      // Four taps per grads element.
+      return op::scattering(Problem{{op::f32("grads", large(g)), op::f32("original_image", small(g))}, op::f32("output", small(g)), g},
+                            {4, g.n, g.oh, g.ow, g.c}, "out_h");
     },
     .fill = fill_floats,
     .batch = [](const Params&) { return BatchAxes{"n", {0, 0}, 0}; }});
@@ -66,7 +67,7 @@ D9M_REGISTER_OP(OpDef{
     .params = resize_params(), .tolerance = 1e-5, .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const Geometry g = geometry(p);
-      return Problem{{op::f32("grads", large(g))}, op::f32("output", small(g)), g};
+      return op::scattering(Problem{{op::f32("grads", large(g))}, op::f32("output", small(g)), g}, {g.n, g.oh, g.ow, g.c}, "out_h");
     },
     .fill = fill_floats,
     .batch = [](const Params&) { return BatchAxes{"n", {0}, 0}; }});

@@ -27,8 +27,9 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t rows = p.integer("rows"), d = p.integer("depth"), u = p.integer("updates");
-      return Problem{{op::f32("ref", {rows, d}), op::i32("indices", {u}), op::f32("updates", {u, d})},
-                     op::f32("output", {rows, d}), Geometry{rows, d, u, index_range(p, rows)}};
+      return op::scattering(Problem{{op::f32("ref", {rows, d}), op::i32("indices", {u}), op::f32("updates", {u, d})},
+                                    op::f32("output", {rows, d}), Geometry{rows, d, u, index_range(p, rows)}},
+                            {u, d}, "updates");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       fill::floats(in[0], mode);
@@ -49,8 +50,9 @@ D9M_REGISTER_OP(OpDef{
       const std::int64_t a = p.integer("dim0"), b = p.integer("dim1"), d = p.integer("depth"),
                          u = p.integer("updates");
       op::checked_product({a, b, d}, "dim0");
-      return Problem{{op::f32("ref", {a, b, d}), op::i32("indices", {u, 2}), op::f32("updates", {u, d})},
-                     op::f32("output", {a, b, d}), Geometry{a * b, d, u, index_range(p, a * b), b}};
+      return op::scattering(Problem{{op::f32("ref", {a, b, d}), op::i32("indices", {u, 2}), op::f32("updates", {u, d})},
+                                    op::f32("output", {a, b, d}), Geometry{a * b, d, u, index_range(p, a * b), b}},
+                            {u, d}, "updates");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       // Flat destinations in [0, index_range), stored as (i0, i1) pairs.
@@ -76,8 +78,8 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t r = p.integer("rows"), d = p.integer("depth"), s = p.integer("num_segments");
-      return Problem{{op::f32("data", {r, d}), op::i32("segment_ids", {r})}, op::f32("output", {s, d}),
-                     Geometry{s, d, r, s}};
+      return op::scattering(Problem{{op::f32("data", {r, d}), op::i32("segment_ids", {r})}, op::f32("output", {s, d}), Geometry{s, d, r, s}},
+                            {r, d}, "rows");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
       // Ids in [-1, num_segments): about one row in num_segments+1 is dropped.

@@ -67,13 +67,42 @@ TEST(Catalog, QuickProfileRunsEveryVariantTheDefaultOneRunsOnConfigsOfTheDefault
   EXPECT_EQ(builtin_catalog("default", r).digest, all.digest);
 }
 
+TEST(Catalog, ModelsProfileNamesTheSourceOfEveryShapeInF32AndBf16) {
+  const Catalog models = builtin_catalog("models", Registry::global());
+  EXPECT_EQ(models.source, "<models catalogue>");
+  std::set<std::string> f32, bf16, networks;
+  for (const auto& cc : models.configs) {
+    EXPECT_FALSE(cc.model.empty()) << cc.op->name << "/" << cc.name << " does not say where its shape comes from";
+    networks.insert(cc.model.substr(0, cc.model.find(' ')));
+    const std::string id = cc.op->name + "/" + cc.name;
+    if (cc.dtype == DType::f32) f32.insert(id);
+    else if (cc.dtype == DType::bf16) bf16.insert(id.substr(0, id.size() - std::string("_bf16").size()));
+    else ADD_FAILURE() << id << ": the models profile runs f32 and bf16";
+  }
+  EXPECT_EQ(f32, bf16) << "every shape in both precisions";
+  EXPECT_EQ(networks, (std::set<std::string>{"BERT-base", "Mask", "ResNet-50", "U-Net", "ViT-B/16"}));
+  // Real sizes: a ResNet-50 layer at batch 32 is in it.
+  bool resnet = false;
+  for (const auto& cc : models.configs) resnet |= cc.op->name == "conv2d_bwd_filter" && cc.params.integer("n") == 32;
+  EXPECT_TRUE(resnet);
+}
+
+TEST(Catalog, AModelTagIsANonEmptyString) {
+  EXPECT_NO_THROW(parse_catalog(with_config(R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "model": "ResNet-50 fc"})"),
+                                "cat.json", Registry::global()));
+  for (const char* bad : {R"("")", "1", "null", R"(["ResNet"])"}) {
+    const std::string e = error_of(with_config(std::string(R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "model": )") + bad + "}"));
+    EXPECT_NE(e.find("configs[0].model"), std::string::npos) << e;
+  }
+}
+
 TEST(Catalog, AnUnknownProfileOrANonBooleanQuickIsAUsageError) {
   try {
     builtin_catalog("fast", Registry::global());
     ADD_FAILURE() << "accepted profile \"fast\"";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::usage);
-    EXPECT_NE(std::string(e.what()).find("quick, default"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("quick, default, models"), std::string::npos) << e.what();
   }
   const std::string e = error_of(with_config(R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "quick": 1})"));
   EXPECT_NE(e.find("configs[0].quick"), std::string::npos) << e;
