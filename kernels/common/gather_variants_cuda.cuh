@@ -34,7 +34,8 @@ std::vector<VariantDef> cuda_gather_variants(const std::string& name) {
   });
   for (VariantDef& d : v)
     if (d.role == Role::ordered) {
-      d.claim = gather_claim();
+      d.claim = op::deterministic("one thread per output gathers its own contributions in the reference order "
+                                  "(bit-equal to cpu.serial)");
       d.bit_equal_to = "cpu.serial";
       d.run = [](const KernelArgs& a) {
         with_float_type(a.problem.dtype, [&](auto tag) { gather_all<decltype(tag), Op, Geometry>(a); });
