@@ -320,9 +320,12 @@ TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
       const bool direct = v->name.rfind("cuda.", 0) == 0 || v->name.rfind("cudnn.max", 0) == 0;
       if (v->backend != Backend::cuda || !direct) continue;
       // Bilinear weights of non-dyadic scales round: those configs are not exact for any order.
-      // So do softmax weights of causal rows (1/(i+1)) and scales 1/sqrt(D) of the attention
-      // configs; the unit suite's exact attention configs are built to be exact.
-      if (cc.op->family == "resize" || cc.op->family == "crop_and_resize" || cc.op->family == "attention") continue;
+      // So do bicubic and trilinear weights at ratios like 8x or 0.625x (upsample), softmax weights
+      // of causal rows (1/(i+1)) and scales 1/sqrt(D) of the attention configs; the unit suite's
+      // exact upsample and attention configs are built to be exact.
+      if (cc.op->family == "resize" || cc.op->family == "crop_and_resize" || cc.op->family == "attention" ||
+          cc.op->family == "upsample")
+        continue;
       try {
         EXPECT_EQ(run_case(*v, cc.problem, inputs, 2).trials[1].digest, ref) << cc.op->name << "/" << cc.name << "/" << v->name;
       } catch (const Unsupported&) {
@@ -557,16 +560,9 @@ TEST(AttentionCudnn, FusedAttentionRunsEveryHalfConfigAndRefusesF32) {
   EXPECT_GE(ran, 8);
 }
 
-// The attention family's CUDA variants on exact inputs (q = 0: softmax a power of two, every sum
-// exact; suites/unit/kernels_agreement_test.cpp has the bounds): the atomic variant included,
-// every one gives cpu.serial's bits, so the split of dQ into key blocks emits the right terms.
-// The catalogue's attention configs are not exact (causal rows, scales 1/sqrt(D)).
-TEST(CudaVariants, AttentionAgreesBitForBitOnExactInputs) {
-  D9M_REQUIRE_GPU();
-  const std::vector<std::pair<std::string, nlohmann::json>> configs = {
-      {"sdpa", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
-      {"sdpa_bwd", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
-      {"sdpa_bwd", {{"batch", 1}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 256}, {"head_dim", 1}}}};
+// Every cuda.* variant of each op, on each config's exact inputs, gives cpu.serial's digest in
+// all of 3 trials; returns how many (config, variant) pairs ran.
+int cuda_variants_give_serial_bits_on_exact_inputs(const std::vector<std::pair<std::string, nlohmann::json>>& configs) {
   int ran = 0;
   for (const auto& [op, params] : configs) {
     const CatalogConfig cc = test::config(op, params);
@@ -579,7 +575,35 @@ TEST(CudaVariants, AttentionAgreesBitForBitOnExactInputs) {
       ++ran;
     }
   }
-  EXPECT_GE(ran, 5);
+  return ran;
+}
+
+// The attention family's CUDA variants on exact inputs (q = 0: softmax a power of two, every sum
+// exact; suites/unit/kernels_agreement_test.cpp has the bounds): the atomic variant included,
+// every one gives cpu.serial's bits, so the split of dQ into key blocks emits the right terms.
+// The catalogue's attention configs are not exact (causal rows, scales 1/sqrt(D)).
+TEST(CudaVariants, AttentionAgreesBitForBitOnExactInputs) {
+  D9M_REQUIRE_GPU();
+  const std::vector<std::pair<std::string, nlohmann::json>> configs = {
+      {"sdpa", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
+      {"sdpa_bwd", {{"batch", 2}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 128}, {"head_dim", 4}}},
+      {"sdpa_bwd", {{"batch", 1}, {"heads", 2}, {"seq_q", 24}, {"seq_kv", 256}, {"head_dim", 1}}}};
+  EXPECT_GE(cuda_variants_give_serial_bits_on_exact_inputs(configs), 5);
+}
+
+// The upsample family's CUDA variants on exact inputs (2x and 0.5x ratios: dyadic weights, every
+// sum exact; suites/unit/kernels_agreement_test.cpp has the bounds): the atomic variant included,
+// every one gives cpu.serial's bits, so PyTorch's thread shape emits the reference's terms. The
+// catalogue's ratios (8x, 0.625x) round their weights, so its configs are not exact.
+TEST(CudaVariants, UpsampleAgreesBitForBitOnExactInputs) {
+  D9M_REQUIRE_GPU();
+  const std::vector<std::pair<std::string, nlohmann::json>> configs = {
+      {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 6}, {"out_h", 16}, {"out_w", 12}}},
+      {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 5}, {"w", 9}, {"out_h", 9}, {"out_w", 17}, {"align_corners", true}}},
+      {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 16}, {"w", 8}, {"out_h", 8}, {"out_w", 4}}},
+      {"resize_trilinear_grad", {{"n", 2}, {"c", 2}, {"d", 3}, {"h", 4}, {"w", 5}, {"out_d", 6}, {"out_h", 8}, {"out_w", 10}}},
+      {"resize_trilinear_grad", {{"n", 2}, {"c", 2}, {"d", 3}, {"h", 5}, {"w", 3}, {"out_d", 5}, {"out_h", 9}, {"out_w", 5}, {"align_corners", true}}}};
+  EXPECT_GE(cuda_variants_give_serial_bits_on_exact_inputs(configs), 10);
 }
 
 // The reduce family's CUB variants that claim determinism (cub.default where CUB documents

@@ -187,6 +187,20 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"resampler_grad_data", {{"batch", 2}, {"h", 8}, {"w", 8}, {"c", 3}, {"points", 512}, {"semantics", "grid_sample"}}},
     {"resampler_grad_data", {{"batch", 2}, {"h", 9}, {"w", 9}, {"c", 3}, {"points", 512}, {"semantics", "grid_sample"}, {"align_corners", true}}},
     {"resampler_grad_warp", {{"batch", 2}, {"h", 8}, {"w", 8}, {"c", 64}, {"points", 64}}},
+    // PyTorch's bicubic weights at t = 1/4 and 3/4 (2x without align_corners) are k/256 with
+    // |k| <= 225, at t = 0 and 1/2 (2x with align_corners, 1/2x without) k/32: a product with an
+    // integer gradient in [-4, 4] has at most 20 significant bits on the 2^-16 grid, and the absolute
+    // weights reaching one pixel sum to at most 2.6 per axis (border pixels take whole windows), so
+    // every partial sum stays below 4 * 2.6 * 2.6 < 2^8: exact in f32's 24 bits.
+    {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 8}, {"w", 6}, {"out_h", 16}, {"out_w", 12}}},
+    {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 5}, {"w", 9}, {"out_h", 9}, {"out_w", 17}, {"align_corners", true}}},
+    {"resize_bicubic_grad", {{"n", 2}, {"c", 3}, {"h", 16}, {"w", 8}, {"out_h", 8}, {"out_w", 4}}},
+    // Trilinear weights at 2x are 1/4, 3/4 (or 1/2 with align_corners): products on the 2^-6 grid.
+    {"resize_trilinear_grad", {{"n", 2}, {"c", 2}, {"d", 3}, {"h", 4}, {"w", 5}, {"out_d", 6}, {"out_h", 8}, {"out_w", 10}}},
+    {"resize_trilinear_grad", {{"n", 2}, {"c", 2}, {"d", 3}, {"h", 5}, {"w", 3}, {"out_d", 5}, {"out_h", 9}, {"out_w", 5}, {"align_corners", true}}},
+    // Padding gradients are sums of integers (at most 33 * 33 of them): exact.
+    {"reflection_pad2d_bwd", {{"n", 2}, {"c", 3}, {"h", 6}, {"w", 7}, {"pad_left", 6}, {"pad_right", 2}, {"pad_top", 5}, {"pad_bottom", 5}}},
+    {"replication_pad2d_bwd", {{"n", 2}, {"c", 3}, {"h", 6}, {"w", 7}, {"pad_left", 32}, {"pad_right", 3}, {"pad_top", 0}, {"pad_bottom", 32}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},

@@ -1,6 +1,7 @@
 // Hand-computed examples, one or more per family, and adjoint identities that tie every
 // gradient to its forward op: <forward(x), g> == <x, grad(g)> (summed in double), which holds
 // only if the gradient scatters exactly where the forward op gathers.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -240,6 +241,71 @@ TEST(Examples, ResamplerGradients) {
                       {12, 24});
 }
 
+TEST(Examples, BicubicGradClampsBorderTapsWithPyTorchsWeights) {
+  // One row of 4 pixels up-sampled to 8 without align_corners: src(o) = (o + 0.5) / 2 - 0.5. (The
+  // single row maps onto itself: t = 0, weights 0, 1, 0, 0, all four taps clamped onto row 0.)
+  // Output 0: src -0.25, floor -1, t = 0.75, taps -2..1 with A = -0.75's weights (-9, 67, 225,
+  // -27) / 256; the three taps left of the image clamp onto pixel 0, which gets 283 / 256, pixel 1
+  // -27 / 256. Output 7: src 3.25, taps 2..5 with (-27, 225, 67, -9) / 256, the last three on
+  // pixel 3. Gradients 256 at outputs 0 and 7: [283, -27, -27, 283]. Dropping the taps outside
+  // (TensorFlow's Keys cubic, A = -0.5, renormalises instead) would give pixel 0 225 + 67 = 292 at
+  // A = -0.75 and other weights at A = -0.5.
+  auto cc = config("resize_bicubic_grad", {{"n", 1}, {"c", 1}, {"h", 1}, {"w", 4}, {"out_h", 1}, {"out_w", 8}});
+  expect_all_variants("resize_bicubic_grad", cc, inputs_from(cc.problem, {{256, 0, 0, 0, 0, 0, 0, 256}}), {283, -27, -27, 283});
+  // align_corners, 4 -> 7: scale 3 / 6, src(o) = o / 2. Output 1: src 0.5, t = 0.5, taps -1..2 with
+  // (-3, 19, 19, -3) / 32: gradient 32 gives [-3 + 19, 19, -3, 0]. Without align_corners the scale
+  // would be 4 / 7 and output 1 would sample at 0.36.
+  cc = config("resize_bicubic_grad", {{"n", 1}, {"c", 1}, {"h", 1}, {"w", 4}, {"out_h", 1}, {"out_w", 7}, {"align_corners", true}});
+  expect_all_variants("resize_bicubic_grad", cc, inputs_from(cc.problem, {{0, 32, 0, 0, 0, 0, 0}}), {16, 19, -3, 0});
+}
+
+TEST(Examples, TrilinearGradClampsNegativeSourcesToZero) {
+  // 2 pixels up-sampled to 4 (depth and height 1 -> 1) without align_corners: src(o) = o / 2 - 0.25,
+  // clamped to 0 (linear modes): 0, 0.25, 0.75, 1.25, so weights (1 on pixel 0), (0.75, 0.25),
+  // (0.25, 0.75), and the last, past the end, both corners on pixel 1 (0.75 + 0.25). Gradients
+  // [4, 8, 12, 16]: pixel 0 = 4 + 6 + 3 = 13, pixel 1 = 2 + 9 + 12 + 4 = 27. Without the clamp
+  // output 0 would weigh pixel 0 by 1.25 and pixel 1 by -0.25 (int(-0.25) = 0).
+  auto cc = config("resize_trilinear_grad", {{"n", 1}, {"c", 1}, {"d", 1}, {"h", 1}, {"w", 2}, {"out_d", 1}, {"out_h", 1}, {"out_w", 4}});
+  expect_all_variants("resize_trilinear_grad", cc, inputs_from(cc.problem, {{4, 8, 12, 16}}), {13, 27});
+  // align_corners, 3 -> 5 along the height: src(o) = o / 2, gradients all 2: [2 + 1, 1 + 2 + 1, 1 + 2].
+  cc = config("resize_trilinear_grad", {{"n", 1}, {"c", 1}, {"d", 1}, {"h", 3}, {"w", 1}, {"out_d", 1}, {"out_h", 5}, {"out_w", 1}, {"align_corners", true}});
+  expect_all_variants("resize_trilinear_grad", cc, inputs_from(cc.problem, {{2, 2, 2, 2, 2}}), {3, 4, 3});
+}
+
+TEST(Examples, PaddingGradsFollowLeftRightTopBottom) {
+  // One row of 3, gradients 1, 10, ..., 10^5 on the 6 padded columns.
+  const std::vector<std::vector<double>> grads = {{1, 10, 100, 1000, 10000, 100000}};
+  auto row = [](std::int64_t left, std::int64_t right) {
+    return nlohmann::json{{"n", 1}, {"c", 1}, {"h", 1}, {"w", 3}, {"pad_left", left}, {"pad_right", right}};
+  };
+  // Reflection, left 2 right 1: columns copy pixels 2 1 | 0 1 2 | 1 (the edge is not repeated).
+  auto cc = config("reflection_pad2d_bwd", row(2, 1));
+  expect_all_variants("reflection_pad2d_bwd", cc, inputs_from(cc.problem, grads), {100, 101010, 10001});
+  // Its mirror, left 1 right 2: 1 | 0 1 2 | 1 0.
+  cc = config("reflection_pad2d_bwd", row(1, 2));
+  expect_all_variants("reflection_pad2d_bwd", cc, inputs_from(cc.problem, grads), {100010, 10101, 1000});
+  // Top 1 bottom 2 on a column of 3: the rows copy 1 | 0 1 2 | 1 0.
+  cc = config("reflection_pad2d_bwd", {{"n", 1}, {"c", 1}, {"h", 3}, {"w", 1}, {"pad_top", 1}, {"pad_bottom", 2}});
+  expect_all_variants("reflection_pad2d_bwd", cc, inputs_from(cc.problem, grads), {100010, 10101, 1000});
+  // Replication repeats the edge: 0 0 | 0 1 2 | 2, and mirrored 0 | 0 1 2 | 2 2.
+  cc = config("replication_pad2d_bwd", row(2, 1));
+  expect_all_variants("replication_pad2d_bwd", cc, inputs_from(cc.problem, grads), {111, 1000, 110000});
+  cc = config("replication_pad2d_bwd", row(1, 2));
+  expect_all_variants("replication_pad2d_bwd", cc, inputs_from(cc.problem, grads), {11, 100, 111000});
+  // Both axes at once, gradients g(oy, ox) = 4 oy + ox. A 2x2 image reflected by 1 on every side:
+  // rows and columns 0..3 copy 1 0 1 0, so pixel (0, 0) collects (1,1) + (1,3) + (3,1) + (3,3) =
+  // 40, (0, 1) 4 + 6 + 12 + 14 = 36, (1, 0) 1 + 3 + 9 + 11 = 24, (1, 1) 0 + 2 + 8 + 10 = 20.
+  std::vector<double> ramp(16);
+  for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<double>(i);
+  cc = config("reflection_pad2d_bwd", {{"n", 1}, {"c", 1}, {"h", 2}, {"w", 2}, {"pad_left", 1}, {"pad_right", 1}, {"pad_top", 1}, {"pad_bottom", 1}});
+  expect_all_variants("reflection_pad2d_bwd", cc, inputs_from(cc.problem, {ramp}), {40, 36, 24, 20});
+  // Replicated by 2 on the left and 1 on top (3 x 4 output): rows copy 0 0 1, columns 0 0 0 1, so
+  // (0, 0) = 0 + 1 + 2 + 4 + 5 + 6 = 18, (0, 1) = 3 + 7, (1, 0) = 8 + 9 + 10, (1, 1) = 11.
+  ramp.resize(12);
+  cc = config("replication_pad2d_bwd", {{"n", 1}, {"c", 1}, {"h", 2}, {"w", 2}, {"pad_left", 2}, {"pad_right", 0}, {"pad_top", 1}, {"pad_bottom", 0}});
+  expect_all_variants("replication_pad2d_bwd", cc, inputs_from(cc.problem, {ramp}), {18, 10, 27, 11});
+}
+
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {
   // TF's SparseTensor A = [[1, 0, 2], [0, 3, 4]] (COO), the four adjoint settings.
   const std::vector<double> rows{0, 0, 1, 1}, cols{0, 2, 1, 2}, vals{1, 2, 3, 4};
@@ -467,6 +533,123 @@ TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConvWhichConv2dComputes) 
     for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(conv2d[i], y[i], 1e-5 * (1 + std::fabs(y[i]))) << "conv2d " << p.dump() << " at " << i;
     expect_close(y_dot_dy, dot(w, run_variant("conv2d_bwd_filter", "cpu.serial", bf.problem, fin)), "bwd_filter " + p.dump());
   }
+}
+
+// PyTorch's interpolate and pad forwards, written here in double from the documented formulas (not
+// from the kernels), NCHW / NCDHW: the gradients must be their transposes.
+struct Resampled {
+  std::int64_t i0;        // first tap
+  std::vector<double> w;  // weights of taps i0, i0 + 1, ... (clamped into the input when read)
+};
+
+// PyTorch's area_pixel_compute_source_index (the linear modes then clamp it at 0).
+double source_coordinate(std::int64_t o, std::int64_t in, std::int64_t out, bool align) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  if (align) return out > 1 ? d(in - 1) / d(out - 1) * d(o) : 0.0;
+  return d(in) / d(out) * (d(o) + 0.5) - 0.5;
+}
+
+Resampled bicubic_axis(std::int64_t o, std::int64_t in, std::int64_t out, bool align) {
+  const double src = source_coordinate(o, in, out, align);
+  const double fl = std::floor(src), t = src - fl;
+  auto keys = [](double d) {  // Keys' cubic convolution kernel with A = -0.75
+    const double a = -0.75;
+    d = std::fabs(d);
+    return d <= 1 ? ((a + 2) * d - (a + 3)) * d * d + 1 : ((a * d - 5 * a) * d + 8 * a) * d - 4 * a;
+  };
+  return {static_cast<std::int64_t>(fl) - 1, {keys(t + 1), keys(t), keys(1 - t), keys(2 - t)}};
+}
+
+Resampled linear_axis(std::int64_t o, std::int64_t in, std::int64_t out, bool align) {
+  const double src = std::max(source_coordinate(o, in, out, align), 0.0);
+  const double fl = std::floor(src);
+  return {static_cast<std::int64_t>(fl), {1 - (src - fl), src - fl}};
+}
+
+std::int64_t clamped(std::int64_t i, std::int64_t n) { return std::min(std::max<std::int64_t>(i, 0), n - 1); }
+
+// out[n, c, oz, oy, ox] = sum over the taps of the three axes' weights times x (d = od = 1 in 2-D).
+std::vector<double> interpolate(const HostTensor& x, std::int64_t planes, std::int64_t d, std::int64_t h, std::int64_t w,
+                                std::int64_t od, std::int64_t oh, std::int64_t ow, bool align, bool cubic) {
+  auto axis = [&](std::int64_t o, std::int64_t in, std::int64_t out) {
+    return cubic ? bicubic_axis(o, in, out, align) : linear_axis(o, in, out, align);
+  };
+  std::vector<double> y;
+  for (std::int64_t p = 0; p < planes; ++p)
+    for (std::int64_t oz = 0; oz < od; ++oz)
+      for (std::int64_t oy = 0; oy < oh; ++oy)
+        for (std::int64_t ox = 0; ox < ow; ++ox) {
+          const Resampled az = od == 1 && d == 1 ? Resampled{0, {1}} : axis(oz, d, od), ay = axis(oy, h, oh), ax = axis(ox, w, ow);
+          double v = 0;
+          for (std::size_t i = 0; i < az.w.size(); ++i)
+            for (std::size_t j = 0; j < ay.w.size(); ++j)
+              for (std::size_t k = 0; k < ax.w.size(); ++k) {
+                const std::int64_t at = ((p * d + clamped(az.i0 + static_cast<std::int64_t>(i), d)) * h +
+                                         clamped(ay.i0 + static_cast<std::int64_t>(j), h)) * w + clamped(ax.i0 + static_cast<std::int64_t>(k), w);
+                v += az.w[i] * ay.w[j] * ax.w[k] * x.as<float>()[at];
+              }
+          y.push_back(v);
+        }
+  return y;
+}
+
+double dot(const std::vector<double>& a, const HostTensor& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b.as<float>()[i];
+  return s;
+}
+
+TEST(Adjoint, InterpolateGradsAreTheTransposesOfPyTorchsForwards) {
+  for (const auto& p : {nlohmann::json{{"n", 2}, {"c", 3}, {"h", 5}, {"w", 7}, {"out_h", 17}, {"out_w", 9}},
+                        nlohmann::json{{"n", 1}, {"c", 2}, {"h", 9}, {"w", 6}, {"out_h", 4}, {"out_w", 13}, {"align_corners", true}},
+                        nlohmann::json{{"n", 1}, {"c", 2}, {"h", 12}, {"w", 11}, {"out_h", 5}, {"out_w", 3}},
+                        nlohmann::json{{"n", 1}, {"c", 1}, {"h", 6}, {"w", 6}, {"out_h", 6}, {"out_w", 6}}}) {
+    const auto cc = config("resize_bicubic_grad", p);
+    const HostTensor x = random_tensor(cc.problem.output, 1);
+    std::vector<HostTensor> g;
+    g.push_back(random_tensor(cc.problem.inputs[0], 2));
+    const auto y = interpolate(x, p["n"].get<std::int64_t>() * p["c"].get<std::int64_t>(), 1, p["h"], p["w"], 1, p["out_h"], p["out_w"],
+                               p.value("align_corners", false), true);
+    expect_close(dot(y, g[0]), dot(x, run_variant("resize_bicubic_grad", "cpu.serial", cc.problem, g)), "bicubic " + p.dump());
+  }
+  for (const auto& p : {nlohmann::json{{"n", 2}, {"c", 2}, {"d", 3}, {"h", 5}, {"w", 4}, {"out_d", 7}, {"out_h", 9}, {"out_w", 13}},
+                        nlohmann::json{{"n", 1}, {"c", 2}, {"d", 6}, {"h", 4}, {"w", 9}, {"out_d", 4}, {"out_h", 11}, {"out_w", 5}, {"align_corners", true}},
+                        nlohmann::json{{"n", 1}, {"c", 1}, {"d", 9}, {"h", 7}, {"w", 8}, {"out_d", 3}, {"out_h", 4}, {"out_w", 8}}}) {
+    const auto cc = config("resize_trilinear_grad", p);
+    const HostTensor x = random_tensor(cc.problem.output, 3);
+    std::vector<HostTensor> g;
+    g.push_back(random_tensor(cc.problem.inputs[0], 4));
+    const auto y = interpolate(x, p["n"].get<std::int64_t>() * p["c"].get<std::int64_t>(), p["d"], p["h"], p["w"], p["out_d"], p["out_h"],
+                               p["out_w"], p.value("align_corners", false), false);
+    expect_close(dot(y, g[0]), dot(x, run_variant("resize_trilinear_grad", "cpu.serial", cc.problem, g)), "trilinear " + p.dump());
+  }
+}
+
+TEST(Adjoint, PaddingGradsAreTheTransposesOfPyTorchsPads) {
+  // Forward: out[oy, ox] = x[src(oy - top), src(ox - left)], src reflecting about the edges
+  // without repeating them (numpy's "reflect") or clamping ("edge").
+  auto source = [](std::int64_t i, std::int64_t n, bool reflect) {
+    if (!reflect) return clamped(i, n);
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+    return i;
+  };
+  for (const bool reflect : {true, false})
+    for (const auto& p : {nlohmann::json{{"n", 2}, {"c", 3}, {"h", 6}, {"w", 7}, {"pad_left", 6}, {"pad_right", 1}, {"pad_top", 0}, {"pad_bottom", 5}},
+                          nlohmann::json{{"n", 1}, {"c", 2}, {"h", 5}, {"w", 4}, {"pad_left", 3}, {"pad_right", 3}, {"pad_top", 4}, {"pad_bottom", 4}}}) {
+      const std::string op = reflect ? "reflection_pad2d_bwd" : "replication_pad2d_bwd";
+      const auto cc = config(op, p);
+      const std::int64_t h = p["h"], w = p["w"], top = p["pad_top"], left = p["pad_left"];
+      const std::int64_t oh = cc.problem.inputs[0].shape[2], ow = cc.problem.inputs[0].shape[3];
+      const HostTensor x = random_tensor(cc.problem.output, 5);
+      std::vector<HostTensor> g;
+      g.push_back(random_tensor(cc.problem.inputs[0], 6));
+      std::vector<double> y;
+      for (std::int64_t plane = 0; plane < p["n"].get<std::int64_t>() * p["c"].get<std::int64_t>(); ++plane)
+        for (std::int64_t oy = 0; oy < oh; ++oy)
+          for (std::int64_t ox = 0; ox < ow; ++ox)
+            y.push_back(x.as<float>()[(plane * h + source(oy - top, h, reflect)) * w + source(ox - left, w, reflect)]);
+      expect_close(dot(y, g[0]), dot(x, run_variant(op, "cpu.serial", cc.problem, g)), op + " " + p.dump());
+    }
 }
 
 TEST(Adjoint, CropAndResizeGradBoxesMatchesFiniteDifferences) {
