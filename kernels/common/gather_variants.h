@@ -36,6 +36,7 @@ std::vector<VariantDef> cpu_gather_variants(const std::string& name) {
   for (VariantDef& d : v)
     if (d.role == Role::ordered) {
       d.claim = gather_claim();
+      d.memory = nullptr;  // nothing buffered: the bucketed variant's estimate does not apply
       d.run = [](const KernelArgs& a) {
         with_float_type(a.problem.dtype, [&](auto tag) {
           using T = decltype(tag);

@@ -37,6 +37,7 @@ std::vector<VariantDef> cuda_gather_variants(const std::string& name) {
       d.claim = op::deterministic("one thread per output gathers its own contributions in the reference order "
                                   "(bit-equal to cpu.serial)");
       d.bit_equal_to = "cpu.serial";
+      d.memory = nullptr;  // nothing buffered: the sorting variant's estimate does not apply
       d.run = [](const KernelArgs& a) {
         with_float_type(a.problem.dtype, [&](auto tag) { gather_all<decltype(tag), Op, Geometry>(a); });
       };
