@@ -28,7 +28,9 @@ const std::set<std::string> kDesignOps = {
     // Issue 13: the remaining atomicAdd sources.
     "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted",
     "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter",
-    "resampler_grad_data", "resampler_grad_warp"};
+    "resampler_grad_data", "resampler_grad_warp",
+    // Issue 13 item 2: the pooling backprops PyTorch still refuses in deterministic mode.
+    "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -85,6 +87,8 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_NE(Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k)), nullptr) << k;
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  for (const char* op : {"adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"})
+    EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.serial") << op;
   for (const char* op : {"matmul", "matmul_batched"}) {
     for (const char* v : {"cublas.default", "cublas.multistream", "cublas.multistream_ws", "cublaslt.algo0", "cublaslt.algo7"})
       EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
