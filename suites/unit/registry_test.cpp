@@ -87,6 +87,13 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_NE(Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k)), nullptr) << k;
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  for (const char* v : {"cudnn.max", "cudnn.max_deterministic"}) {
+    const VariantDef* pool3d = Registry::global().find_variant("max_pool3d_bwd", v);
+    ASSERT_NE(pool3d, nullptr) << v;
+    EXPECT_EQ(pool3d->role, Role::vendor) << v;
+    EXPECT_EQ(pool3d->claim.source, ClaimSource::vendor_doc) << v;
+  }
+  EXPECT_EQ(Registry::global().find_variant("max_pool3d_bwd", "cudnn.max_deterministic")->claim.determinism, Determinism::deterministic);
   for (const char* op : {"adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"})
     EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.serial") << op;
   for (const char* op : {"matmul", "matmul_batched"}) {
