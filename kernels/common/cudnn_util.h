@@ -103,6 +103,16 @@ class BackendDesc {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
+// alpha = 1 and beta = 0 as cuDNN reads them: double for double data, float otherwise.
+struct Scaling {
+  float alpha_f = 1.0f, beta_f = 0.0f;
+  double alpha_d = 1.0, beta_d = 0.0;
+  bool f64;
+  explicit Scaling(DType t) : f64(t == DType::f64) {}
+  const void* alpha() const { return f64 ? static_cast<const void*>(&alpha_d) : &alpha_f; }
+  const void* beta() const { return f64 ? static_cast<const void*>(&beta_d) : &beta_f; }
+};
+
 // cuDNN's element type of a float dtype.
 inline cudnnDataType_t data_type(DType t) {
   switch (t) {

@@ -49,19 +49,9 @@ std::optional<Claim> listed_claim(const Perf* perf, int returned, int algo, cons
   return std::nullopt;
 }
 
-// alpha = 1 and beta = 0 as cuDNN reads them: double for double data, float otherwise.
-struct Scaling {
-  float alpha_f = 1.0f, beta_f = 0.0f;
-  double alpha_d = 1.0, beta_d = 0.0;
-  bool f64;
-  explicit Scaling(DType t) : f64(t == DType::f64) {}
-  const void* alpha() const { return f64 ? static_cast<const void*>(&alpha_d) : &alpha_f; }
-  const void* beta() const { return f64 ? static_cast<const void*>(&beta_d) : &beta_f; }
-};
-
 // The backward call itself, on cuDNN's copies. A "not supported" status is UNSUPPORTED.
 void call(Direction dir, const State& st, DType dtype) {
-  const Scaling k(dtype);
+  const cudnn::Scaling k(dtype);
   if (dir == Direction::data)
     D9M_CUDNN_SUPPORTED(cudnnConvolutionBackwardData(st.handle.get(), k.alpha(), st.w_desc.get(), st.w_kcrs.get(), st.dy_desc.get(),
                                                      st.dy_nchw.get(), st.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(st.algo),

@@ -17,6 +17,7 @@
 #include "kernels/common/counter_rng.h"
 #include "kernels/conv/conv.h"
 #include "kernels/conv/conv_cudnn.h"
+#include "kernels/pool/pool.h"
 #include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
@@ -176,6 +177,11 @@ double allowed(const OpDef& op, const Problem& p, const VariantDef& v, double ma
   return std::max(tolerance_for(op, p.output.dtype, math), 1e-3) * (1 + max_ref);
 }
 
+// A max_pool3d_bwd config whose fill draws from a few levels, so that maxima tie (pool_ops.cpp).
+bool ties_between_maxima(const CatalogConfig& cc) {
+  return cc.op->name == "max_pool3d_bwd" && cc.problem.geom<pool::Pool3d>().levels > 0;
+}
+
 TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementationClaims) {
   D9M_REQUIRE_GPU();
   const Catalog cat = default_catalog(Registry::global());
@@ -188,6 +194,8 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
     for (double x : r) max_ref = std::max(max_ref, std::fabs(x));
     for (const auto* v : Registry::global().variants_of(cc.op->name)) {
       if (v->backend != Backend::cuda) continue;
+      // cuDNN picks its own among tied maxima (CudnnMaxPool3d below checks those configs).
+      if (v->role == Role::vendor && ties_between_maxima(cc)) continue;
       const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
       CaseOutcome out;
       try {
@@ -326,12 +334,94 @@ TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
       if (cc.op->family == "resize" || cc.op->family == "crop_and_resize" || cc.op->family == "attention" ||
           cc.op->family == "upsample")
         continue;
+      // The average pools divide by window sizes that are not powers of two: the quotients round,
+      // so the atomic variant's sums are not exact. cuDNN picks its own among tied maxima.
+      const bool divides = cc.op->name == "adaptive_avg_pool2d_bwd" || cc.op->name == "avg_pool3d_bwd";
+      if ((divides && v->role == Role::atomic) || (v->role == Role::vendor && ties_between_maxima(cc))) continue;
       try {
         EXPECT_EQ(run_case(*v, cc.problem, inputs, 2).trials[1].digest, ref) << cc.op->name << "/" << cc.name << "/" << v->name;
       } catch (const Unsupported&) {
       }
     }
   }
+}
+
+// ---- max_pool3d_bwd's cuDNN variants --------------------------------------------------------
+
+// cuDNN finds each window's maximum from x and y and does not document which of tied maxima gets
+// the gradient. Where maxima are unique (levels 0) MatchTheReference holds cudnn.max and
+// cudnn.max_deterministic to PyTorch's bits within tolerance; here, on every max_pool3d_bwd config,
+// each that runs gives one digest in 20 calls if it claims determinism, and on the tie configs a
+// nonzero gradient sits only at an input that is the maximum of a window holding it (true of any
+// rule that sends a window's gradient to its maxima). The evidence of cuDNN's tie rule is printed:
+// how many inputs differ from PyTorch's first-maximum rule, and how many planes' gradients do not
+// sum to their grad_output's (as with a rule that gives every tied maximum the whole gradient).
+// What cuDNN cannot express (dilation, a ceil_mode window past its output) is UNSUPPORTED.
+TEST(CudnnMaxPool3d, RepeatsAndSendsEachWindowsGradientToOneOfItsMaxima) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  int ran = 0, tie_configs = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "max_pool3d_bwd") continue;
+    const auto& g = cc.problem.geom<pool::Pool3d>();
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto ref = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
+    const auto x = test::values(inputs[1]), dy = test::values(inputs[0]);
+    for (const char* name : {"cudnn.max", "cudnn.max_deterministic"}) {
+      const VariantDef& v = *Registry::global().find_variant(cc.op->name, name);
+      const std::string what = cc.name + "/" + name;
+      CaseOutcome out;
+      try {
+        out = run_case(v, cc.problem, inputs, 20);
+      } catch (const Unsupported& e) {
+        std::cout << what << ": UNSUPPORTED: " << e.what() << "\n";
+        const std::string why = e.what();
+        EXPECT_TRUE(why.find("dilation") != std::string::npos || why.find("ceil_mode") != std::string::npos ||
+                    why.find("CUDNN_STATUS_") != std::string::npos) << what << ": " << why;
+        continue;
+      }
+      ++ran;
+      std::set<std::string> digests;
+      for (const auto& t : out.trials) digests.insert(t.digest);
+      if (v.claim.determinism == Determinism::deterministic) {
+        EXPECT_EQ(digests.size(), 1u) << what;
+      }
+      if (g.levels == 0) continue;
+      ++tie_configs;
+      const auto dx = test::values(*out.first_output);
+      const std::int64_t planes = g.n * g.c, pin = g.plane_in(), pout = g.plane_out();
+      std::vector<char> a_maximum(dx.size(), 0);
+      std::int64_t unbalanced = 0;
+      for (std::int64_t p = 0; p < planes; ++p) {
+        double want = 0, got = 0, scale = 0;
+        for (std::int64_t o = 0; o < pout; ++o) want += dy[static_cast<std::size_t>(p * pout + o)], scale += std::fabs(dy[static_cast<std::size_t>(p * pout + o)]);
+        for (std::int64_t i = 0; i < pin; ++i) got += dx[static_cast<std::size_t>(p * pin + i)];
+        unbalanced += std::fabs(got - want) > 1e-3 * (1 + scale);
+        for (std::int64_t od = 0; od < g.z.out; ++od)
+          for (std::int64_t oh = 0; oh < g.y.out; ++oh)
+            for (std::int64_t ow = 0; ow < g.x.out; ++ow) {
+              const double max = x[static_cast<std::size_t>(p * pin + pool::pool3d_argmax(g, x.data() + p * pin, od, oh, ow))];
+              for (std::int64_t t = g.z.max_lo(od); t < g.z.max_hi(od); t += g.z.dilation)
+                for (std::int64_t h = g.y.max_lo(oh); h < g.y.max_hi(oh); h += g.y.dilation)
+                  for (std::int64_t w = g.x.max_lo(ow); w < g.x.max_hi(ow); w += g.x.dilation) {
+                    const auto at = static_cast<std::size_t>(p * pin + (t * g.y.in + h) * g.x.in + w);
+                    if (x[at] == max) a_maximum[at] = 1;
+                  }
+            }
+      }
+      std::int64_t misplaced = 0, differing = 0;
+      for (std::size_t i = 0; i < dx.size(); ++i) {
+        misplaced += dx[i] != 0 && !a_maximum[i];
+        differing += std::fabs(dx[i] - ref[i]) > 1e-3 * (1 + std::fabs(ref[i]));
+      }
+      EXPECT_EQ(misplaced, 0) << what << ": gradient at inputs that are no window's maximum";
+      std::cout << what << ": " << differing << " of " << dx.size() << " inputs differ from PyTorch's first-maximum rule, "
+                << unbalanced << " of " << planes << " planes' gradients do not sum to their grad_output's, " << digests.size()
+                << " digest(s) in 20 calls\n";
+    }
+  }
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(tie_configs, 0) << "no max_pool3d_bwd tie config ran on cuDNN";
 }
 
 // ---- conv2d's cuDNN variants ---------------------------------------------------------------

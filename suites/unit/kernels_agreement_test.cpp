@@ -201,6 +201,25 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // Padding gradients are sums of integers (at most 33 * 33 of them): exact.
     {"reflection_pad2d_bwd", {{"n", 2}, {"c", 3}, {"h", 6}, {"w", 7}, {"pad_left", 6}, {"pad_right", 2}, {"pad_top", 5}, {"pad_bottom", 5}}},
     {"replication_pad2d_bwd", {{"n", 2}, {"c", 3}, {"h", 6}, {"w", 7}, {"pad_left", 32}, {"pad_right", 3}, {"pad_top", 0}, {"pad_bottom", 32}}},
+    // Adaptive windows of 2 x 2 (5 into 4) and of 1 x 1 (2 into 8, each input in 16 windows):
+    // integers / 2 / 2 are quarters, and sums of a few are exact.
+    {"adaptive_avg_pool2d_bwd", {{"n", 2}, {"c", 3}, {"h", 5}, {"w", 5}, {"out_h", 4}, {"out_w", 4}}},
+    {"adaptive_avg_pool2d_bwd", {{"n", 2}, {"c", 3}, {"h", 2}, {"w", 2}, {"out_h", 8}, {"out_w", 8}}},
+    // Integer gradients: any sum exact. Up-sampling sends up to about 81 windows to one input.
+    {"adaptive_max_pool2d_bwd", {{"n", 2}, {"c", 3}, {"h", 4}, {"w", 4}, {"out_h", 32}, {"out_w", 32}}},
+    {"adaptive_max_pool2d_bwd", {{"n", 2}, {"c", 3}, {"h", 9}, {"w", 9}, {"out_h", 16}, {"out_w", 16}, {"levels", 3}}},
+    // Divisors 2 x 4 x 2 = 16 (count_include_pad, no ceil_mode: every padded window is whole) and
+    // divisor_override 8: integers / 16 or / 8, summed over at most 27 windows, are exact.
+    {"avg_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 6}, {"h", 9}, {"w", 8}, {"kernel_d", 2}, {"kernel_h", 4}, {"kernel_w", 2},
+                        {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 1}, {"padding_h", 1}}},
+    {"avg_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 7}, {"h", 8}, {"w", 8}, {"kernel_d", 3}, {"kernel_h", 3}, {"kernel_w", 3},
+                        {"stride_d", 2}, {"stride_h", 2}, {"stride_w", 2}, {"padding_d", 1}, {"padding_h", 1}, {"padding_w", 1},
+                        {"ceil_mode", true}, {"count_include_pad", false}, {"divisor_override", 8}}},
+    {"max_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 6}, {"h", 8}, {"w", 8}, {"kernel_d", 5}, {"kernel_h", 5}, {"kernel_w", 5},
+                        {"stride_d", 1}, {"stride_h", 1}, {"stride_w", 1}, {"padding_d", 2}, {"padding_h", 2}, {"padding_w", 2}}},
+    {"max_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 6}, {"h", 8}, {"w", 8}, {"kernel_d", 3}, {"kernel_h", 3}, {"kernel_w", 3},
+                        {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 1}, {"padding_h", 1}, {"dilation_w", 2}, {"ceil_mode", true},
+                        {"levels", 2}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/common/counter_rng.h"
+#include "kernels/pool/pool.h"
 #include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
@@ -304,6 +305,159 @@ TEST(Examples, PaddingGradsFollowLeftRightTopBottom) {
   ramp.resize(12);
   cc = config("replication_pad2d_bwd", {{"n", 1}, {"c", 1}, {"h", 2}, {"w", 2}, {"pad_left", 2}, {"pad_right", 0}, {"pad_top", 1}, {"pad_bottom", 0}});
   expect_all_variants("replication_pad2d_bwd", cc, inputs_from(cc.problem, {ramp}), {18, 10, 27, 11});
+TEST(Examples, AdaptiveAvgPoolGrad) {
+  // One row of 5 into 3 adaptive windows: start floor(5o / 3) = 0, 1, 3, end ceil(5(o + 1) / 3) =
+  // 2, 4, 5, so [0, 2), [1, 4), [3, 5), overlapping (3 does not divide 5). Gradients 2, 6, 4 over
+  // sizes 2, 3, 2: 1, 2, 2 added to each input of the window.
+  auto cc = config("adaptive_avg_pool2d_bwd", {{"n", 1}, {"c", 1}, {"h", 1}, {"w", 5}, {"out_h", 1}, {"out_w", 3}});
+  expect_all_variants("adaptive_avg_pool2d_bwd", cc, inputs_from(cc.problem, {{2, 6, 4}}), {1, 3, 2, 4, 2});
+  // Up-sampling 2 inputs into 3 windows [0, 1), [0, 2), [1, 2) (floor(2o / 3), ceil(2(o + 1) / 3)):
+  // 3 / 1, 4 / 2 and 5 / 1, so 3 + 2 and 2 + 5. Two planes: each keeps to its own.
+  cc = config("adaptive_avg_pool2d_bwd", {{"n", 1}, {"c", 2}, {"h", 1}, {"w", 2}, {"out_h", 1}, {"out_w", 3}});
+  expect_all_variants("adaptive_avg_pool2d_bwd", cc, inputs_from(cc.problem, {{3, 4, 5, 30, 40, 50}}), {5, 7, 50, 70});
+  // PyTorch's arithmetic, grad_output / kW / kH with two float divisions: one 5 x 3 window (kH 5,
+  // kW 3) with gradient 7 gives (7 / 3) / 5 = 0x1.dddddcp-2 at all 15 inputs, where 7 / 15 and
+  // (7 / 5) / 3 round to 0x1.dddddep-2 and the channels-last kernel's 7 ((1 / 3)(1 / 5)) to
+  // 0x1.ddddep-2.
+  cc = config("adaptive_avg_pool2d_bwd", {{"n", 1}, {"c", 1}, {"h", 5}, {"w", 3}, {"out_h", 1}, {"out_w", 1}});
+  expect_all_variants("adaptive_avg_pool2d_bwd", cc, inputs_from(cc.problem, {{7}}), std::vector<float>(15, 0x1.dddddcp-2f));
+}
+
+TEST(Examples, AvgPool3dGrad) {
+  // One row of 4, kernel 3, stride 2, padding 1 (depth and height 1). ceil_mode adds a third
+  // window: floor((4 + 2 - 3 + 1) / 2) + 1 = 3, and it starts at 3 < 4 + 1. Windows (start, end =
+  // min(start + 3, 4 + 1)): (-1, 2), (1, 4), (3, 5), padded sizes 3, 3, 2, clipped to [0, 2),
+  // [1, 4), [3, 4). Gradients 3, 6, 8.
+  nlohmann::json p = {{"n", 1}, {"c", 1}, {"d", 1}, {"h", 1}, {"w", 4}, {"kernel_d", 1}, {"kernel_h", 1}, {"kernel_w", 3},
+                      {"stride_d", 1}, {"stride_h", 1}, {"stride_w", 2}, {"padding_w", 1}, {"ceil_mode", true}};
+  auto cc = config("avg_pool3d_bwd", p);
+  // count_include_pad (the default): divisors 3, 3, 2, so 1 at inputs 0-1, 2 at 1-3, 4 at 3.
+  expect_all_variants("avg_pool3d_bwd", cc, inputs_from(cc.problem, {{3, 6, 8}}), {1, 3, 2, 6});
+  // Without it the clipped sizes 2, 3, 1 divide: 1.5, 2, 8.
+  p["count_include_pad"] = false;
+  cc = config("avg_pool3d_bwd", p);
+  expect_all_variants("avg_pool3d_bwd", cc, inputs_from(cc.problem, {{3, 6, 8}}), {1.5, 3.5, 2, 10});
+  // Without ceil_mode two windows; divisor_override 4 divides both: 0.75 and 1.5.
+  p["ceil_mode"] = false;
+  p["divisor_override"] = 4;
+  cc = config("avg_pool3d_bwd", p);
+  expect_all_variants("avg_pool3d_bwd", cc, inputs_from(cc.problem, {{3, 6}}), {0.75, 2.25, 1.5, 1.5});
+  // PyTorch's arithmetic, one division in float: 5 / 3 = 0x1.aaaaaap+0 at all three inputs of one
+  // window (divisor_override 3); the stride-1 kernel's 5 (1 / 3) would be 0x1.aaaaacp+0.
+  cc = config("avg_pool3d_bwd", {{"n", 1}, {"c", 1}, {"d", 1}, {"h", 1}, {"w", 3}, {"kernel_d", 1}, {"kernel_h", 1}, {"kernel_w", 3},
+                                 {"stride_d", 1}, {"stride_h", 1}, {"stride_w", 2}, {"divisor_override", 3}});
+  expect_all_variants("avg_pool3d_bwd", cc, inputs_from(cc.problem, {{5}}), {0x1.aaaaaap+0f, 0x1.aaaaaap+0f, 0x1.aaaaaap+0f});
+}
+
+TEST(Examples, MaxPoolGradsAddAtTheForwardsIndices) {
+  // adaptive: two planes of 2 x 3, windows [0, 2) and [1, 3) of columns over both rows. Plane 0's
+  // windows both point at (0, 1) (plane-local index 1) and add there; plane 1's at 3 and 5.
+  auto cc = config("adaptive_max_pool2d_bwd", {{"n", 1}, {"c", 2}, {"h", 2}, {"w", 3}, {"out_h", 1}, {"out_w", 2}});
+  const std::vector<double> any_input(12, 0.0);
+  expect_all_variants("adaptive_max_pool2d_bwd", cc, inputs_from(cc.problem, {{1, 2, 10, 20}, any_input, {1, 1, 3, 5}}),
+                      {0, 3, 0, 0, 0, 0, 0, 0, 0, 10, 0, 20});
+  // max_pool3d: one row of 5, kernel 3, stride 2, padding 1: windows 0-1, 1-3, 3-4; indices 0, 3, 3.
+  cc = config("max_pool3d_bwd", {{"n", 1}, {"c", 1}, {"d", 1}, {"h", 1}, {"w", 5}, {"kernel_d", 1}, {"kernel_h", 1}, {"kernel_w", 3},
+                                 {"stride_d", 1}, {"stride_h", 1}, {"stride_w", 2}, {"padding_w", 1}});
+  expect_all_variants("max_pool3d_bwd", cc, inputs_from(cc.problem, {{1, 2, 4}, {5, 5, 1, 7, 7}, {0, 3, 3}, {5, 7, 7}}), {1, 0, 0, 6, 0});
+}
+
+TEST(Examples, MaxPoolIndicesAreTheFirstMaximumInScanOrder) {
+  // The forward's rule (PyTorch's `val > max` / `max < val`): a tie keeps the first maximum in scan
+  // order. Row [5, 5, 1, 7, 7], kernel 3, stride 2, padding 1: windows {0, 1}, {1, 2, 3}, {3, 4}
+  // pick 0, 3, 3 (the last maximum would pick 1, 3, 4).
+  pool::Pool3d g;
+  g.n = g.c = 1;
+  g.x = {5, 3, 2, 1, 1, 3};
+  const float row[] = {5, 5, 1, 7, 7};
+  EXPECT_EQ(pool::pool3d_argmax(g, row, 0, 0, 0), 0);
+  EXPECT_EQ(pool::pool3d_argmax(g, row, 0, 0, 1), 3);
+  EXPECT_EQ(pool::pool3d_argmax(g, row, 0, 0, 2), 3);
+  // Dilation 2 from the padding: window 0's taps -1, 1, 3 start at 1 (the first tap inside).
+  g.x = {5, 3, 2, 1, 2, 2};
+  EXPECT_EQ(pool::pool3d_argmax(g, row, 0, 0, 0), 3);  // 5 at 1, 7 at 3
+  // Adaptive, 2 x 3 into 1 x 2: windows of columns [0, 2) and [1, 3) over both rows, scanned row by
+  // row. [[1, 4, 4], [4, 0, 4]]: window 0 sees 1, 4, 4, 0 -> (0, 1); window 1 sees 4, 4, 0, 4 -> (0, 1).
+  pool::Adaptive2d a;
+  a.n = a.c = 1;
+  a.y = {2, 1};
+  a.x = {3, 2};
+  const float plane[] = {1, 4, 4, 4, 0, 4};
+  EXPECT_EQ(pool::adaptive_argmax(a, plane, 0, 0), 1);
+  EXPECT_EQ(pool::adaptive_argmax(a, plane, 0, 1), 1);
+}
+
+// floor(num / den) and ceil(num / den) in double: PyTorch's adaptive window bounds written out.
+std::int64_t floor_of(std::int64_t num, std::int64_t den) {
+  return static_cast<std::int64_t>(std::floor(static_cast<double>(num) / static_cast<double>(den)));
+}
+std::int64_t ceil_of(std::int64_t num, std::int64_t den) {
+  return static_cast<std::int64_t>(std::ceil(static_cast<double>(num) / static_cast<double>(den)));
+}
+
+// The max pools' fills give every window the forward's index: the first maximum of its taps in
+// scan order, found here by brute force over the window's definition (PyTorch's formulas, written
+// out again). With levels 2 most windows tie, so the rule is exercised.
+TEST(Examples, MaxPoolFillsIndexTheFirstMaximumAtEveryPrecision) {
+  for (const char* dtype : {"f32", "f16", "bf16", "f64"}) {
+    SCOPED_TRACE(dtype);
+    const auto cc = config("max_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 5}, {"h", 6}, {"w", 7}, {"kernel_d", 2}, {"kernel_h", 3},
+                                              {"kernel_w", 3}, {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 2}, {"padding_h", 1},
+                                              {"dilation_w", 2}, {"ceil_mode", true}, {"levels", 2}}, dtype);
+    const auto in = make_inputs(*cc.op, cc.problem, 11);
+    const auto x = values(in[1]), y = values(in[3]);
+    const auto* idx = in[2].as<std::int32_t>();
+    const auto& g = cc.problem.geom<pool::Pool3d>();
+    int ties = 0, windows = 0;
+    for (std::int64_t plane = 0; plane < 4; ++plane)
+      for (std::int64_t od = 0; od < g.z.out; ++od)
+        for (std::int64_t oh = 0; oh < g.y.out; ++oh)
+          for (std::int64_t ow = 0; ow < g.x.out; ++ow) {
+            std::int64_t first = -1, count = 0;
+            double best = -INFINITY;
+            for (std::int64_t kt = 0; kt < 2; ++kt)
+              for (std::int64_t kh = 0; kh < 3; ++kh)
+                for (std::int64_t kw = 0; kw < 3; ++kw) {
+                  const std::int64_t t = od + kt, h = 2 * oh - 1 + kh, w = 2 * ow + 2 * kw;
+                  if (t >= 5 || h < 0 || h >= 6 || w >= 7) continue;
+                  const std::int64_t at = (t * 6 + h) * 7 + w;
+                  const double v = x[static_cast<std::size_t>(plane * 210 + at)];
+                  if (v > best) best = v, first = at, count = 1;
+                  else if (v == best) ++count;
+                }
+            const std::int64_t o = ((plane * g.z.out + od) * g.y.out + oh) * g.x.out + ow;
+            EXPECT_EQ(idx[o], first) << "window " << o;
+            EXPECT_EQ(y[static_cast<std::size_t>(o)], best) << "window " << o;
+            ties += count > 1;
+            ++windows;
+          }
+    EXPECT_GT(ties, windows / 2);
+    EXPECT_EQ(g.y.out, 4);  // ceil_mode's window: floor((6 + 2 - 3 + 1) / 2) + 1 = 4 rows of windows, 3 without it
+  }
+  // Adaptive, 7 x 5 into 3 x 4 (overlapping windows): the same check with floor / ceil bounds.
+  for (const char* dtype : {"f32", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    const auto cc = config("adaptive_max_pool2d_bwd", {{"n", 3}, {"c", 2}, {"h", 7}, {"w", 5}, {"out_h", 3}, {"out_w", 4}, {"levels", 2}}, dtype);
+    const auto in = make_inputs(*cc.op, cc.problem, 12);
+    const auto x = values(in[1]);
+    const auto* idx = in[2].as<std::int32_t>();
+    int ties = 0;
+    for (std::int64_t plane = 0; plane < 6; ++plane)
+      for (std::int64_t oh = 0; oh < 3; ++oh)
+        for (std::int64_t ow = 0; ow < 4; ++ow) {
+          std::int64_t first = -1, count = 0;
+          double best = -INFINITY;
+          for (std::int64_t h = floor_of(oh * 7, 3); h < ceil_of((oh + 1) * 7, 3); ++h)
+            for (std::int64_t w = floor_of(ow * 5, 4); w < ceil_of((ow + 1) * 5, 4); ++w) {
+              const double v = x[static_cast<std::size_t>(plane * 35 + h * 5 + w)];
+              if (v > best) best = v, first = h * 5 + w, count = 1;
+              else if (v == best) ++count;
+            }
+          EXPECT_EQ(idx[(plane * 3 + oh) * 4 + ow], first);
+          ties += count > 1;
+        }
+    EXPECT_GT(ties, 6 * 12 / 2);
+  }
 }
 
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {
@@ -682,6 +836,94 @@ TEST(Adjoint, CropAndResizeGradBoxesMatchesFiniteDifferences) {
     up[i] += h;
     down[i] -= h;
     EXPECT_NEAR((loss(up) - loss(down)) / (2 * h), analytic[i], 2e-2 * (1 + std::fabs(analytic[i]))) << "coordinate " << i;
+  }
+}
+
+// Average pools: <pool(x), g> == <x, pool_bwd(g)> with the forward written out here from ATen's
+// forward kernels (adaptive_average_pool: the window's sum / kH / kW; avg_pool3d_cuda_update_output:
+// the clipped window's sum / divide_factor), so the backward scatters where the forward gathers
+// and divides by what the forward divides by.
+TEST(Adjoint, AveragePoolGradsAreTheTransposeOfTheForwardPools) {
+  for (const auto& params : {nlohmann::json{{"n", 2}, {"c", 3}, {"h", 7}, {"w", 5}, {"out_h", 3}, {"out_w", 4}},
+                             nlohmann::json{{"n", 1}, {"c", 2}, {"h", 3}, {"w", 2}, {"out_h", 5}, {"out_w", 7}}}) {
+    const auto cc = config("adaptive_avg_pool2d_bwd", params);
+    const std::int64_t planes = params["n"].get<int>() * params["c"].get<int>(), h = params["h"], w = params["w"],
+                       oh_n = params["out_h"], ow_n = params["out_w"];
+    const HostTensor x = random_tensor(cc.problem.output, 1);
+    std::vector<HostTensor> gin;
+    gin.push_back(random_tensor(cc.problem.inputs[0], 2));
+    const HostTensor& g = gin[0];
+    double forward = 0;
+    for (std::int64_t p = 0; p < planes; ++p)
+      for (std::int64_t oh = 0; oh < oh_n; ++oh)
+        for (std::int64_t ow = 0; ow < ow_n; ++ow) {
+          const std::int64_t h0 = floor_of(oh * h, oh_n), h1 = ceil_of((oh + 1) * h, oh_n);
+          const std::int64_t w0 = floor_of(ow * w, ow_n), w1 = ceil_of((ow + 1) * w, ow_n);
+          double sum = 0;
+          for (std::int64_t i = h0; i < h1; ++i)
+            for (std::int64_t j = w0; j < w1; ++j) sum += x.as<float>()[(p * h + i) * w + j];
+          forward += sum / static_cast<double>((h1 - h0) * (w1 - w0)) * g.as<float>()[(p * oh_n + oh) * ow_n + ow];
+        }
+    expect_close(forward, dot(x, run_variant("adaptive_avg_pool2d_bwd", "cpu.serial", cc.problem, gin)), params.dump());
+  }
+  const nlohmann::json base = {{"n", 1}, {"c", 2}, {"d", 5}, {"h", 6}, {"w", 7}, {"kernel_d", 2}, {"kernel_h", 3}, {"kernel_w", 4},
+                               {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 3}, {"padding_h", 1}, {"padding_w", 2}};
+  std::vector<nlohmann::json> variants(4, base);
+  variants[1]["ceil_mode"] = true;
+  variants[2]["ceil_mode"] = true;
+  variants[2]["count_include_pad"] = false;
+  variants[3]["divisor_override"] = 7;
+  for (const auto& params : variants) {
+    const auto cc = config("avg_pool3d_bwd", params);
+    const bool include = params.value("count_include_pad", true);
+    const std::int64_t divisor = params.value("divisor_override", 0);
+    const std::int64_t in[3] = {5, 6, 7}, k[3] = {2, 3, 4}, s[3] = {1, 2, 3}, pad[3] = {0, 1, 2};
+    std::int64_t out[3];
+    for (int d = 0; d < 3; ++d) out[d] = cc.problem.inputs[0].shape[static_cast<std::size_t>(2 + d)];
+    const HostTensor x = random_tensor(cc.problem.output, 3);
+    std::vector<HostTensor> gin;
+    gin.push_back(random_tensor(cc.problem.inputs[0], 4));
+    const HostTensor& g = gin[0];
+    double forward = 0;
+    for (std::int64_t p = 0; p < 2; ++p)
+      for (std::int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (std::int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (std::int64_t o2 = 0; o2 < out[2]; ++o2) {
+            const std::int64_t o[3] = {o0, o1, o2};
+            std::int64_t lo[3], hi[3], padded = 1, clipped = 1;
+            for (int d = 0; d < 3; ++d) {
+              const std::int64_t start = o[d] * s[d] - pad[d], end = std::min(start + k[d], in[d] + pad[d]);
+              lo[d] = std::max<std::int64_t>(start, 0);
+              hi[d] = std::min(end, in[d]);
+              padded *= end - start;
+              clipped *= hi[d] - lo[d];
+            }
+            double sum = 0;
+            for (std::int64_t t = lo[0]; t < hi[0]; ++t)
+              for (std::int64_t i = lo[1]; i < hi[1]; ++i)
+                for (std::int64_t j = lo[2]; j < hi[2]; ++j) sum += x.as<float>()[((p * 5 + t) * 6 + i) * 7 + j];
+            const double div = static_cast<double>(divisor ? divisor : include ? padded : clipped);
+            forward += sum / div * g.as<float>()[((p * out[0] + o0) * out[1] + o1) * out[2] + o2];
+          }
+    expect_close(forward, dot(x, run_variant("avg_pool3d_bwd", "cpu.serial", cc.problem, gin)), params.dump());
+  }
+}
+
+// Max pools: the forward's output is its input at the indices, so <x[indices], g> == <x, grad(g)>:
+// the backward adds at the plane the index belongs to.
+TEST(Adjoint, MaxPoolGradsAreTheTransposeOfGatheringAtTheIndices) {
+  const std::pair<const char*, nlohmann::json> cases[] = {
+      {"adaptive_max_pool2d_bwd", {{"n", 2}, {"c", 3}, {"h", 6}, {"w", 5}, {"out_h", 9}, {"out_w", 4}}},
+      {"max_pool3d_bwd", {{"n", 2}, {"c", 3}, {"d", 4}, {"h", 7}, {"w", 6}, {"kernel_d", 2}, {"kernel_h", 3}, {"kernel_w", 3},
+                          {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 1}, {"padding_h", 1}, {"dilation_w", 2}}}};
+  for (const auto& [op, params] : cases) {
+    const auto cc = config(op, params);
+    const auto in = make_inputs(*cc.op, cc.problem, 21);
+    const std::int64_t plane_in = in[1].desc().numel() / 6, plane_out = in[0].desc().numel() / 6;
+    double gathered = 0;
+    for (std::int64_t o = 0; o < in[0].desc().numel(); ++o)
+      gathered += static_cast<double>(in[1].as<float>()[o / plane_out * plane_in + in[2].as<std::int32_t>()[o]]) * in[0].as<float>()[o];
+    expect_close(gathered, dot(in[1], run_variant(op, "cpu.serial", cc.problem, in)), op);
   }
 }
 

@@ -30,7 +30,8 @@ const std::set<std::string> kDesignOps = {
     "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter",
     "resampler_grad_data", "resampler_grad_warp",
     // Issue 13 item 2: the PyTorch backward ops that still raise in deterministic mode.
-    "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd"};
+    "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd",
+    "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -87,6 +88,15 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_NE(Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k)), nullptr) << k;
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  for (const char* v : {"cudnn.max", "cudnn.max_deterministic"}) {
+    const VariantDef* pool3d = Registry::global().find_variant("max_pool3d_bwd", v);
+    ASSERT_NE(pool3d, nullptr) << v;
+    EXPECT_EQ(pool3d->role, Role::vendor) << v;
+    EXPECT_EQ(pool3d->claim.source, ClaimSource::vendor_doc) << v;
+  }
+  EXPECT_EQ(Registry::global().find_variant("max_pool3d_bwd", "cudnn.max_deterministic")->claim.determinism, Determinism::deterministic);
+  for (const char* op : {"adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"})
+    EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.serial") << op;
   for (const char* op : {"matmul", "matmul_batched"}) {
     for (const char* v : {"cublas.default", "cublas.multistream", "cublas.multistream_ws", "cublaslt.algo0", "cublaslt.algo7"})
       EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
