@@ -25,6 +25,12 @@ void expect_all_variants(const std::string& op, const CatalogConfig& cc, const s
   }
 }
 
+HostTensor copy_of(const HostTensor& t) {
+  HostTensor out(t.desc());
+  std::memcpy(out.data(), t.data(), t.desc().bytes());
+  return out;
+}
+
 TEST(Examples, BiasAdd) {
   auto cc = config("bias_add", {{"n", 1}, {"h", 1}, {"w", 2}, {"c", 2}});
   expect_all_variants("bias_add", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, {10, 20}}), {11, 22, 13, 24});
@@ -276,6 +282,40 @@ TEST(Examples, DepthwiseGradientsSamePaddingGoesAfter) {
   expect_all_variants("depthwise_conv2d_bwd_filter", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, dy}), {301, 3010, 402, 4020, 3, 30});
 }
 
+// The grouped reading cuDNN gets (kernels/conv/conv_cudnn_backprop.h): a depthwise convolution is
+// conv2d with C input and C*M output channels whose filter is block diagonal, output channel
+// o = c*M + m reading only input channel c = o / M with weight HWIM[kh][kw][c][m], which is the
+// HWIM memory read as [KH, KW, 1, C*M] at index o. Both gradients, exact inputs, bit for bit.
+TEST(Examples, DepthwiseIsAConvWithABlockDiagonalFilter) {
+  const nlohmann::json p = {{"n", 2}, {"h", 7}, {"w", 8}, {"c", 3}, {"multiplier", 2}, {"kh", 3}, {"kw", 2}, {"stride_w", 2}};
+  nlohmann::json cp = p;
+  cp.erase("c");
+  cp.erase("multiplier");
+  cp["ci"] = 3;
+  cp["co"] = 6;
+  const std::int64_t taps = 3 * 2, c = 3, m = 2;
+  const auto dd = config("depthwise_conv2d_bwd_data", p), cd = config("conv2d_bwd_data", cp);
+  const auto din = make_inputs(*dd.op, dd.problem, 11, FillMode::exact);
+  std::vector<HostTensor> cin;
+  cin.emplace_back(cd.problem.inputs[0]);
+  std::memset(cin[0].data(), 0, cd.problem.inputs[0].bytes());
+  for (std::int64_t t = 0; t < taps; ++t)
+    for (std::int64_t o = 0; o < c * m; ++o)  // HWIM [t][c][m] at t * C*M + o = [KH, KW, 1, C*M]
+      cin[0].as<float>()[(t * c + o / m) * c * m + o] = din[0].as<float>()[t * c * m + o];
+  cin.push_back(copy_of(din[1]));
+  EXPECT_EQ(values(run_variant("depthwise_conv2d_bwd_data", "cpu.serial", dd.problem, din)),
+            values(run_variant("conv2d_bwd_data", "cpu.serial", cd.problem, cin)));
+  // conv2d's filter gradient [KH, KW, C, C*M] holds the depthwise one on its block diagonal.
+  const auto df = config("depthwise_conv2d_bwd_filter", p), cf = config("conv2d_bwd_filter", cp);
+  const auto fin = make_inputs(*df.op, df.problem, 12, FillMode::exact);
+  const auto depthwise = values(run_variant("depthwise_conv2d_bwd_filter", "cpu.serial", df.problem, fin));
+  const auto full = values(run_variant("conv2d_bwd_filter", "cpu.serial", cf.problem, fin));
+  for (std::int64_t t = 0; t < taps; ++t)
+    for (std::int64_t o = 0; o < c * m; ++o)
+      EXPECT_EQ(depthwise[static_cast<std::size_t>(t * c * m + o)], full[static_cast<std::size_t>((t * c + o / m) * c * m + o)])
+          << "tap " << t << " out channel " << o;
+}
+
 // Half-precision inputs from explicit values (exact in f16 here).
 std::vector<HostTensor> half_inputs(const Problem& p, const std::vector<std::vector<double>>& vals) {
   std::vector<HostTensor> in;
@@ -491,12 +531,6 @@ std::vector<double> conv_forward(const nlohmann::json& p, const HostTensor& x, c
                     static_cast<double>(x.as<float>()[((b * h + r) * wd + s) * ci + k]) * w.as<float>()[((a * kw + c) * ci + k) * co + o];
               }
   return y;
-}
-
-HostTensor copy_of(const HostTensor& t) {
-  HostTensor out(t.desc());
-  std::memcpy(out.data(), t.data(), t.desc().bytes());
-  return out;
 }
 
 // A naive forward op of the conv kind, in double: config, input, filter, output extents, padding.
