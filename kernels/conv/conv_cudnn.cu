@@ -1,23 +1,28 @@
-// cuDNN variants of the conv backprops (conv2d's are in conv_cudnn_forward.cu): one variant per algorithm of the legacy API
-// (cudnn.algo0 ... from cudnnConvolutionBwdDataAlgo_t / cudnnConvolutionBwdFilterAlgo_t). The
-// static claim is cuDNN's documentation; at run time prepare() records cuDNN's own claim for the
-// config (the determinism field of the algorithm-performance struct, where its heuristic lists the
-// algorithm) and decides support by a real attempt: the workspace query, then one call on zeroed
-// tensors, whose "not supported" makes the case UNSUPPORTED. As TensorFlow does, NHWC/HWIO tensors are
-// transposed to NCHW/KCRS for cuDNN and back: the transposes are part of the op and timed.
+// cuDNN variants of the conv backprops (conv2d's are in conv_cudnn_forward.cu), for every op that
+// is a legacy cuDNN backprop (conv_cudnn_backprop.h: conv2d's gradients, the depthwise gradients
+// as a grouped convolution): one variant per algorithm of the legacy API (cudnn.algo0 ... from
+// cudnnConvolutionBwdDataAlgo_t / cudnnConvolutionBwdFilterAlgo_t). The static claim is cuDNN's
+// documentation; at run time prepare() records cuDNN's own claim for the config (the determinism
+// field of the algorithm-performance struct, where its heuristic lists the algorithm) and decides
+// support by a real attempt: the workspace query, then one call on zeroed tensors, whose "not
+// supported" makes the case UNSUPPORTED. As TensorFlow does, NHWC/HWIO tensors are transposed to
+// NCHW/KCRS for cuDNN and back: the transposes are part of the op and timed.
 #include <memory>
 #include <optional>
 
 #include "kernels/common/cudnn_util.cuh"
 #include "kernels/common/op_helpers.h"
 #include "kernels/conv/conv.h"
+#include "kernels/conv/conv_cudnn_backprop.h"
 
 namespace d9m::conv {
 namespace {
 
-enum class Direction { data, filter };
+// Input channels per group: the filter's C in KCRS.
+std::int64_t group_inputs(const LegacyConv& lc) { return lc.g.ci / lc.groups; }
 
 struct State {
+  LegacyConv lc;
   cudnn::Handle handle;
   cudnn::TensorDesc x_desc, dy_desc;  // NCHW
   cudnn::FilterDesc w_desc;           // KCRS
@@ -64,12 +69,13 @@ void call(Direction dir, const State& st, DType dtype) {
                                                        st.workspace.bytes(), k.beta(), st.w_desc.get(), st.w_kcrs.get()));
 }
 
-Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& exec) {
-  const auto& g = p.geom<Geometry>();
+Prepared prepare(Direction dir, int algo, const LegacyConv& lc, const Problem& p, const ExecContext& exec) {
+  const Geometry& g = lc.g;
   // cuDNN's legacy API pads symmetrically; TensorFlow's SAME padding puts an odd extra row or column after.
   if (pad_after(g.y) != g.y.pad_before || pad_after(g.x) != g.x.pad_before)
     throw Unsupported("asymmetric SAME padding: cuDNN pads both sides equally");
   auto st = std::make_shared<State>();
+  st->lc = lc;
   st->algo = algo;
   const auto stream = static_cast<cudaStream_t>(exec.stream);
   D9M_CUDNN_CHECK(cudnnSetStream(st->handle.get(), stream));
@@ -77,12 +83,13 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
   const cudnnDataType_t t = cudnn::data_type(p.dtype);
   D9M_CUDNN_SUPPORTED(cudnnSetTensor4dDescriptor(st->x_desc.get(), CUDNN_TENSOR_NCHW, t, I(g.n), I(g.ci), I(g.y.in), I(g.x.in)));
   D9M_CUDNN_SUPPORTED(cudnnSetTensor4dDescriptor(st->dy_desc.get(), CUDNN_TENSOR_NCHW, t, I(g.n), I(g.co), I(g.y.out), I(g.x.out)));
-  D9M_CUDNN_SUPPORTED(cudnnSetFilter4dDescriptor(st->w_desc.get(), t, CUDNN_TENSOR_NCHW, I(g.co), I(g.ci), I(g.y.k), I(g.x.k)));
+  D9M_CUDNN_SUPPORTED(cudnnSetFilter4dDescriptor(st->w_desc.get(), t, CUDNN_TENSOR_NCHW, I(g.co), I(group_inputs(lc)), I(g.y.k), I(g.x.k)));
   // The compute type: float for f32, f16 and bf16 (the frameworks' choice for half data), double
   // for f64.
   D9M_CUDNN_SUPPORTED(cudnnSetConvolution2dDescriptor(st->conv.get(), I(g.y.pad_before), I(g.x.pad_before), I(g.y.stride),
                                                       I(g.x.stride), I(g.y.dilation), I(g.x.dilation), CUDNN_CROSS_CORRELATION,
                                                       p.dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT));
+  if (lc.groups != 1) D9M_CUDNN_SUPPORTED(cudnnSetConvolutionGroupCount(st->conv.get(), I(lc.groups)));
   // f32 and f64 in plain FMA arithmetic: TF32 tensor cores (CUDNN_DEFAULT_MATH on Ampere and
   // later) would make these a different op; a TF32 audit is a separate setting, not a silent
   // default. f16 and bf16 may use tensor cores, as they do in every framework.
@@ -115,7 +122,7 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
   st->workspace = DeviceMemory(workspace_bytes);
   st->x_nchw = DeviceMemory(static_cast<std::size_t>(g.n * g.ci * g.y.in * g.x.in) * e);
   st->dy_nchw = DeviceMemory(static_cast<std::size_t>(g.n * g.co * g.y.out * g.x.out) * e);
-  st->w_kcrs = DeviceMemory(static_cast<std::size_t>(g.co * g.ci * g.y.k * g.x.k) * e);
+  st->w_kcrs = DeviceMemory(static_cast<std::size_t>(g.co * group_inputs(lc) * g.y.k * g.x.k) * e);
   for (const DeviceMemory* m : {&st->x_nchw, &st->dy_nchw, &st->w_kcrs})
     if (m->bytes()) D9M_CUDA_CHECK(cudaMemsetAsync(m->get(), 0, m->bytes(), stream));
   // Whether the algorithm supports the config is decided by a real attempt, on zeroed copies: an
@@ -128,13 +135,14 @@ Prepared prepare(Direction dir, int algo, const Problem& p, const ExecContext& e
 
 void run(Direction dir, const KernelArgs& a) {
   auto& st = *static_cast<State*>(a.state);
-  const auto& g = a.problem.geom<Geometry>();
+  const Geometry& g = st.lc.g;
+  const std::int64_t gi = group_inputs(st.lc);
   const auto s = static_cast<cudaStream_t>(a.exec.stream);
   const DType t = a.problem.dtype;
   const std::int64_t dy_dims[4] = {g.n, g.y.out, g.x.out, g.co};
   const std::int64_t x_dims[4] = {g.n, g.y.in, g.x.in, g.ci};
   if (dir == Direction::data) {
-    const std::int64_t w_dims[4] = {g.y.k, g.x.k, g.ci, g.co};
+    const std::int64_t w_dims[4] = {g.y.k, g.x.k, gi, g.co};
     cudnn::permute4(s, t, a.inputs[0], st.w_kcrs.get(), w_dims, {3, 2, 0, 1});    // HWIO -> KCRS
     cudnn::permute4(s, t, a.inputs[1], st.dy_nchw.get(), dy_dims, {0, 3, 1, 2});  // NHWC -> NCHW
     call(dir, st, t);
@@ -144,13 +152,16 @@ void run(Direction dir, const KernelArgs& a) {
     cudnn::permute4(s, t, a.inputs[0], st.x_nchw.get(), x_dims, {0, 3, 1, 2});
     cudnn::permute4(s, t, a.inputs[1], st.dy_nchw.get(), dy_dims, {0, 3, 1, 2});
     call(dir, st, t);
-    const std::int64_t dw_dims[4] = {g.co, g.ci, g.y.k, g.x.k};
+    const std::int64_t dw_dims[4] = {g.co, gi, g.y.k, g.x.k};
     cudnn::permute4(s, t, st.w_kcrs.get(), a.output, dw_dims, {2, 3, 1, 0});     // KCRS -> HWIO
   }
 }
 
-// One variant per cuDNN algorithm of a direction.
-std::vector<VariantDef> algorithm_variants(Direction dir, const char* op, int count) {
+}  // namespace
+
+std::vector<VariantDef> cudnn_backprop_variants(Direction dir, const std::string& op, std::function<LegacyConv(const Problem&)> describe) {
+  const int count = dir == Direction::data ? static_cast<int>(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT)
+                                           : static_cast<int>(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
   std::vector<VariantDef> out;
   for (int algo = 0; algo < count; ++algo)
     out.push_back({.op = op,
@@ -159,13 +170,19 @@ std::vector<VariantDef> algorithm_variants(Direction dir, const char* op, int co
                    .role = Role::vendor,
                    .claim = documented(dir, algo),
                    .run = [dir](const KernelArgs& a) { run(dir, a); },
-                   .prepare = [dir, algo](const Problem& p, const ExecContext& e) { return prepare(dir, algo, p, e); }});
+                   .prepare = [dir, algo, describe](const Problem& p, const ExecContext& e) {
+                     return prepare(dir, algo, describe(p), p, e);
+                   }});
   return out;
 }
 
+namespace {
+
+LegacyConv ungrouped(const Problem& p) { return {p.geom<Geometry>(), 1}; }
+
 }  // namespace
 
-D9M_REGISTER_VARIANTS(algorithm_variants(Direction::data, "conv2d_bwd_data", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT));
-D9M_REGISTER_VARIANTS(algorithm_variants(Direction::filter, "conv2d_bwd_filter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT));
+D9M_REGISTER_VARIANTS(cudnn_backprop_variants(Direction::data, "conv2d_bwd_data", ungrouped));
+D9M_REGISTER_VARIANTS(cudnn_backprop_variants(Direction::filter, "conv2d_bwd_filter", ungrouped));
 
 }  // namespace d9m::conv

@@ -1,24 +1,21 @@
 #include "kernels/common/fill.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/conv/conv.h"
+#include "kernels/conv/conv_params.h"
 
 namespace d9m::conv {
 namespace {
 
 std::vector<ParamSpec> conv_params() {
-  return {op::integer("n", "batch"), op::integer("h", "input height"), op::integer("w", "input width"),
-          op::integer("ci", "input channels"), op::integer("co", "output channels (filters)"),
-          op::integer("kh", "filter height"), op::integer("kw", "filter width"),
-          op::integer_or("stride_h", 1, "vertical stride"), op::integer_or("stride_w", 1, "horizontal stride"),
-          op::integer_or("dilation_h", 1, "vertical dilation"), op::integer_or("dilation_w", 1, "horizontal dilation"),
-          op::choice_or("padding", "SAME", {"VALID", "SAME"}, "TensorFlow padding")};
+  std::vector<ParamSpec> p = {op::integer("n", "batch"), op::integer("h", "input height"), op::integer("w", "input width"),
+                              op::integer("ci", "input channels"), op::integer("co", "output channels (filters)")};
+  for (auto& spec : window_params()) p.push_back(std::move(spec));
+  return p;
 }
 
 Geometry geometry(const Params& p) {
-  const auto& pad = p.choice("padding");
-  return {p.integer("n"), p.integer("ci"), p.integer("co"),
-          make_window(p.integer("h"), p.integer("kh"), p.integer("stride_h"), p.integer("dilation_h"), pad, "kh"),
-          make_window(p.integer("w"), p.integer("kw"), p.integer("stride_w"), p.integer("dilation_w"), pad, "kw")};
+  const auto [y, x] = windows(p);
+  return {p.integer("n"), p.integer("ci"), p.integer("co"), y, x};
 }
 
 void fill_floats(const Problem&, FillMode mode, std::vector<FillTarget>& in) {

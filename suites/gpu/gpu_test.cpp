@@ -18,6 +18,7 @@
 #include "kernels/conv/conv.h"
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/pool/pool.h"
+#include "kernels/depthwise/depthwise.h"
 #include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
@@ -608,6 +609,56 @@ TEST(Conv2dCudnn, SomeLegacyAlgorithmRunsEverySymmetricConfig) {
       EXPECT_FALSE(supported.empty()) << cc->name;
     }
   }
+}
+
+// The depthwise gradients' cuDNN variants: the legacy backprops with group count C
+// (kernels/depthwise/depthwise_cudnn.cu). Every config of the default catalogue, every algorithm:
+// one that runs gives cpu.serial's result within tolerance (so TensorFlow's HWIM filter read as
+// cuDNN's grouped KCRS filter, output channel c*M + m, is the right one), 3 trials of one digest
+// where it claims determinism for the config; at least one algorithm of each direction runs every
+// config with symmetric padding at f32, f16 and f64 (an UNSUPPORTED everywhere would hide the
+// vendor from the audit); and asymmetric SAME padding is refused by all, naming it.
+TEST(DepthwiseCudnn, GroupedLegacyAlgorithmsMatchTheReferenceAndRunEverySymmetricConfig) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  int configs = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->family != "depthwise") continue;
+    const auto& g = cc.problem.geom<depthwise::Geometry>();
+    const bool symmetric = conv::pad_after(g.y) == g.y.pad_before && conv::pad_after(g.x) == g.x.pad_before;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto ref = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
+    double max_ref = 0;
+    for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+    std::string ran, refused;
+    for (const auto* v : Registry::global().variants_of(cc.op->name)) {
+      if (v->name.rfind("cudnn.algo", 0) != 0) continue;
+      const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
+      CaseOutcome out;
+      try {
+        out = run_case(*v, cc.problem, inputs, 3);
+      } catch (const Unsupported& e) {
+        refused += "\n    " + v->name + ": " + e.what();
+        if (!symmetric) {
+          EXPECT_NE(std::string(e.what()).find("asymmetric SAME padding"), std::string::npos) << what << ": " << e.what();
+        }
+        continue;
+      }
+      EXPECT_TRUE(symmetric) << what << " ran with asymmetric SAME padding, which the legacy API cannot express";
+      EXPECT_LE(worst_difference(*out.first_output, ref), allowed(*cc.op, cc.problem, *v, max_ref)) << what;
+      const Claim claim = out.claim.value_or(v->claim);
+      if (claim.determinism == Determinism::deterministic) {
+        for (const auto& t : out.trials) EXPECT_EQ(t.digest, out.trials[0].digest) << what << " claims determinism (" << claim.reason << ")";
+      }
+      ran += " " + v->name + (claim.source == ClaimSource::vendor_api ? " (" + to_string(claim.determinism) + " per cuDNN)" : "");
+    }
+    std::cout << "[ " << cc.op->name << "/" << cc.name << " ] runs:" << ran << refused << "\n";
+    if (symmetric && cc.problem.dtype != DType::bf16) {
+      EXPECT_FALSE(ran.empty()) << cc.op->name << "/" << cc.name << ": no legacy algorithm takes this grouped convolution";
+    }
+    ++configs;
+  }
+  EXPECT_GE(configs, 12);
 }
 
 // ---- CUB's determinism levels (kernels/reduce/reduce_cub.cu) ---------------------------------

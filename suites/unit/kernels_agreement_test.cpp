@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/conv/conv.h"
+#include "kernels/depthwise/depthwise.h"
 
 #include "suites/unit/kernel_harness.h"
 
@@ -220,6 +221,13 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"max_pool3d_bwd", {{"n", 2}, {"c", 2}, {"d", 6}, {"h", 8}, {"w", 8}, {"kernel_d", 3}, {"kernel_h", 3}, {"kernel_w", 3},
                         {"stride_d", 1}, {"stride_h", 2}, {"stride_w", 1}, {"padding_h", 1}, {"dilation_w", 2}, {"ceil_mode", true},
                         {"levels", 2}}},
+    // Products of integers in [-4, 4] (at most 16): an input element sums at most KH * KW * M of
+    // them (at most 3 * 3 * 3 = 27 here), a filter element N * OH * OW (at most 2 * 11 * 11 = 242), all
+    // below 2^24 / 16: exact in f32 in any order. M = 1 and M > 1, strides, dilation, both paddings.
+    {"depthwise_conv2d_bwd_data", {{"n", 2}, {"h", 9}, {"w", 9}, {"c", 4}, {"multiplier", 3}, {"kh", 3}, {"kw", 3}}},
+    {"depthwise_conv2d_bwd_data", {{"n", 2}, {"h", 11}, {"w", 10}, {"c", 3}, {"kh", 5}, {"kw", 3}, {"stride_h", 2}, {"dilation_w", 2}, {"padding", "VALID"}}},
+    {"depthwise_conv2d_bwd_filter", {{"n", 2}, {"h", 11}, {"w", 11}, {"c", 4}, {"multiplier", 2}, {"kh", 3}, {"kw", 3}}},
+    {"depthwise_conv2d_bwd_filter", {{"n", 2}, {"h", 12}, {"w", 12}, {"c", 2}, {"multiplier", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 2}, {"dilation_h", 2}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},
@@ -239,6 +247,25 @@ TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {
   EXPECT_EQ(covered.size(), Registry::global().ops().size()) << "every op needs an exact config";
 }
 
+// What an f32 enumerator in scatter form emits over `sources`: (target, value bits) pairs, sorted.
+using Contribution = std::pair<std::size_t, std::uint32_t>;
+template <class Enumerate>
+std::vector<Contribution> contributions(const Enumerate& en, std::size_t sources) {
+  struct Collect {
+    std::vector<Contribution>* out;
+    void operator()(std::size_t t, float v) const {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      out->emplace_back(t, bits);
+    }
+  };
+  std::vector<Contribution> out;
+  Collect collect{&out};
+  for (std::size_t s = 0; s < sources; ++s) en(s, collect);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // cuda.atomic's conv2d_bwd_data enumerates a thread per tap instead of per position: it must
 // emit exactly the same contributions (targets and value bits), only in another order.
 TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
@@ -251,28 +278,41 @@ TEST(KernelAgreement, ConvBwdDataTapSplitEmitsTheSameContributions) {
     const auto& g = cc.problem.geom<conv::Geometry>();
     const auto* w = inputs[0].as<float>();
     const auto* dy = inputs[1].as<float>();
-    using Pair = std::pair<std::size_t, std::uint32_t>;
-    struct Collect {
-      std::vector<Pair>* out;
-      void operator()(std::size_t t, float v) const {
-        std::uint32_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        out->emplace_back(t, bits);
-      }
-    };
-    std::vector<Pair> by_position, by_tap;
-    Collect a{&by_position}, b{&by_tap};
-    const conv::BwdDataTaps<float> taps{g, w, dy};
     const conv::BwdDataTapSplit<float> split{g, w, dy};
-    for (std::size_t s = 0; s < conv::positions(g); ++s) taps(s, a);
-    for (std::size_t s = 0; s < conv::positions(g) * split.taps_per_position(); ++s) split(s, b);
+    const auto by_position = contributions(conv::BwdDataTaps<float>{g, w, dy}, conv::positions(g));
     ASSERT_FALSE(by_position.empty()) << cc.name;
-    std::sort(by_position.begin(), by_position.end());
-    std::sort(by_tap.begin(), by_tap.end());
-    EXPECT_EQ(by_position, by_tap) << cc.name;
+    EXPECT_EQ(by_position, contributions(split, conv::positions(g) * split.taps_per_position())) << cc.name;
     ++configs;
   }
   EXPECT_GE(configs, 3);
+}
+
+// cuda.atomic's depthwise_conv2d_bwd_data splits each out_backprop element's taps into sources of
+// their own (split_taps): it must emit exactly the reference's contributions (targets and value
+// bits), only in another order; bwd_filter's atomic takes the reference's sources unsplit.
+template <bool kToFilter>
+std::size_t expect_split_taps_emit_the_same(const CatalogConfig& cc, const std::vector<HostTensor>& inputs) {
+  const auto& g = cc.problem.geom<depthwise::Geometry>();
+  const depthwise::Grads<float, kToFilter> ref{g, inputs[0].as<float>(), inputs[1].as<float>(), false};
+  const depthwise::Grads<float, kToFilter> by_tap{g, inputs[0].as<float>(), inputs[1].as<float>(), true};
+  EXPECT_EQ(by_tap.sources(), ref.sources() * static_cast<std::size_t>(depthwise::taps(g)));
+  const auto whole = contributions(ref, ref.sources());
+  EXPECT_EQ(whole, contributions(by_tap, by_tap.sources())) << cc.op->name << "/" << cc.name;
+  return whole.size();
+}
+
+TEST(KernelAgreement, DepthwiseTapSplitEmitsTheSameContributions) {
+  const Catalog cat = default_catalog(Registry::global());
+  int configs = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->family != "depthwise" || cc.dtype != DType::f32) continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const std::size_t n = cc.op->name == "depthwise_conv2d_bwd_data" ? expect_split_taps_emit_the_same<false>(cc, inputs)
+                                                                     : expect_split_taps_emit_the_same<true>(cc, inputs);
+    EXPECT_GT(n, 0u) << cc.name;
+    ++configs;
+  }
+  EXPECT_GE(configs, 6);
 }
 
 }  // namespace

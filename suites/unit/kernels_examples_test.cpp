@@ -27,6 +27,12 @@ void expect_all_variants(const std::string& op, const CatalogConfig& cc, const s
   }
 }
 
+HostTensor copy_of(const HostTensor& t) {
+  HostTensor out(t.desc());
+  std::memcpy(out.data(), t.data(), t.desc().bytes());
+  return out;
+}
+
 TEST(Examples, BiasAdd) {
   auto cc = config("bias_add", {{"n", 1}, {"h", 1}, {"w", 2}, {"c", 2}});
   expect_all_variants("bias_add", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, {10, 20}}), {11, 22, 13, 24});
@@ -458,6 +464,99 @@ TEST(Examples, MaxPoolFillsIndexTheFirstMaximumAtEveryPrecision) {
         }
     EXPECT_GT(ties, 6 * 12 / 2);
   }
+TEST(Examples, DepthwiseGradientsPinTheChannelOrder) {
+  // One row of 3 pixels, C = 2, M = 2, a 1x2 filter, VALID: 2 output positions, output channel
+  // k = c*M + m. filter[0][kw][c][m] = 1..8, out_backprop[ow][k] = [1, 10, 100, 1000] and
+  // [2, 20, 200, 2000], input[iw][c] = [1, 2], [3, 4], [5, 6].
+  const nlohmann::json p = {{"n", 1}, {"h", 1}, {"w", 3}, {"c", 2}, {"multiplier", 2}, {"kh", 1}, {"kw", 2}, {"padding", "VALID"}};
+  const std::vector<double> filter{1, 2, 3, 4, 5, 6, 7, 8}, dy{1, 10, 100, 1000, 2, 20, 200, 2000}, x{1, 2, 3, 4, 5, 6};
+  // dx[iw][c] = sum over (ow, kw) with ow + kw = iw, and m, of dy[ow][c*2+m] * w[kw][c][m]:
+  //   iw 0: c0 1*1 + 10*2 = 21;  c1 100*3 + 1000*4 = 4300
+  //   iw 1: c0 (1*5 + 10*6) + (2*1 + 20*2) = 107;  c1 (100*7 + 1000*8) + (200*3 + 2000*4) = 17300
+  //   iw 2: c0 2*5 + 20*6 = 130;  c1 200*7 + 2000*8 = 17400
+  // (Channels in the order m*C + c would give iw 0, c0 = 1*1 + 100*2 = 201.)
+  auto cc = config("depthwise_conv2d_bwd_data", p);
+  expect_all_variants("depthwise_conv2d_bwd_data", cc, inputs_from(cc.problem, {filter, dy}), {21, 4300, 107, 17300, 130, 17400});
+  // dw[kw][c][m] = sum over ow of x[ow + kw][c] * dy[ow][c*2+m]:
+  //   kw 0: 1*1 + 3*2 = 7, 1*10 + 3*20 = 70, 2*100 + 4*200 = 1000, 2*1000 + 4*2000 = 10000
+  //   kw 1: 3*1 + 5*2 = 13, 130, 4*100 + 6*200 = 1600, 16000
+  cc = config("depthwise_conv2d_bwd_filter", p);
+  expect_all_variants("depthwise_conv2d_bwd_filter", cc, inputs_from(cc.problem, {x, dy}), {7, 70, 1000, 10000, 13, 130, 1600, 16000});
+}
+
+TEST(Examples, DepthwiseGradientsSamePaddingGoesAfter) {
+  // w = 4, a 1x3 filter, stride 2, SAME: out = 2, pad_total = (2-1)*2 + 3 - 4 = 1, pad_left = 0:
+  // output 0 reads columns 0, 1, 2 and output 1 columns 2, 3 and the padding. C = 1, M = 2:
+  // filter[kw][0][m] = (1, 4), (2, 5), (3, 6); out_backprop[ow][m] = (1, 10), (100, 1000).
+  const nlohmann::json p = {{"n", 1}, {"h", 1}, {"w", 4}, {"c", 1}, {"multiplier", 2}, {"kh", 1}, {"kw", 3}, {"stride_w", 2}};
+  const std::vector<double> dy{1, 10, 100, 1000};
+  //   dx = [1*1 + 10*4, 1*2 + 10*5, (1*3 + 10*6) + (100*1 + 1000*4), 100*2 + 1000*5]
+  // (pad_left = 1 would send output 0 to columns -1, 0, 1 instead.)
+  auto cc = config("depthwise_conv2d_bwd_data", p);
+  expect_all_variants("depthwise_conv2d_bwd_data", cc, inputs_from(cc.problem, {{1, 4, 2, 5, 3, 6}, dy}), {41, 52, 4163, 5200});
+  // input [1, 2, 3, 4]: dw[kw][0][m] = x[kw] dy[0][m] + x[2 + kw] dy[1][m] (x[4] is padding):
+  //   (1 + 300, 10 + 3000), (2 + 400, 20 + 4000), (3, 30)
+  cc = config("depthwise_conv2d_bwd_filter", p);
+  expect_all_variants("depthwise_conv2d_bwd_filter", cc, inputs_from(cc.problem, {{1, 2, 3, 4}, dy}), {301, 3010, 402, 4020, 3, 30});
+}
+
+// The grouped reading cuDNN gets (kernels/conv/conv_cudnn_backprop.h): a depthwise convolution is
+// conv2d with C input and C*M output channels whose filter is block diagonal, output channel
+// o = c*M + m reading only input channel c = o / M with weight HWIM[kh][kw][c][m], which is the
+// HWIM memory read as [KH, KW, 1, C*M] at index o. Both gradients, exact inputs, bit for bit.
+TEST(Examples, DepthwiseIsAConvWithABlockDiagonalFilter) {
+  const nlohmann::json p = {{"n", 2}, {"h", 7}, {"w", 8}, {"c", 3}, {"multiplier", 2}, {"kh", 3}, {"kw", 2}, {"stride_w", 2}};
+  nlohmann::json cp = p;
+  cp.erase("c");
+  cp.erase("multiplier");
+  cp["ci"] = 3;
+  cp["co"] = 6;
+  const std::int64_t taps = 3 * 2, c = 3, m = 2;
+  const auto dd = config("depthwise_conv2d_bwd_data", p), cd = config("conv2d_bwd_data", cp);
+  const auto din = make_inputs(*dd.op, dd.problem, 11, FillMode::exact);
+  std::vector<HostTensor> cin;
+  cin.emplace_back(cd.problem.inputs[0]);
+  std::memset(cin[0].data(), 0, cd.problem.inputs[0].bytes());
+  for (std::int64_t t = 0; t < taps; ++t)
+    for (std::int64_t o = 0; o < c * m; ++o)  // HWIM [t][c][m] at t * C*M + o = [KH, KW, 1, C*M]
+      cin[0].as<float>()[(t * c + o / m) * c * m + o] = din[0].as<float>()[t * c * m + o];
+  cin.push_back(copy_of(din[1]));
+  EXPECT_EQ(values(run_variant("depthwise_conv2d_bwd_data", "cpu.serial", dd.problem, din)),
+            values(run_variant("conv2d_bwd_data", "cpu.serial", cd.problem, cin)));
+  // conv2d's filter gradient [KH, KW, C, C*M] holds the depthwise one on its block diagonal.
+  const auto df = config("depthwise_conv2d_bwd_filter", p), cf = config("conv2d_bwd_filter", cp);
+  const auto fin = make_inputs(*df.op, df.problem, 12, FillMode::exact);
+  const auto depthwise = values(run_variant("depthwise_conv2d_bwd_filter", "cpu.serial", df.problem, fin));
+  const auto full = values(run_variant("conv2d_bwd_filter", "cpu.serial", cf.problem, fin));
+  for (std::int64_t t = 0; t < taps; ++t)
+    for (std::int64_t o = 0; o < c * m; ++o)
+      EXPECT_EQ(depthwise[static_cast<std::size_t>(t * c * m + o)], full[static_cast<std::size_t>((t * c + o / m) * c * m + o)])
+          << "tap " << t << " out channel " << o;
+}
+
+// Half-precision inputs from explicit values (exact in f16 here).
+std::vector<HostTensor> half_inputs(const Problem& p, const std::vector<std::vector<double>>& vals) {
+  std::vector<HostTensor> in;
+  for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+    in.emplace_back(p.inputs[i]);
+    EXPECT_EQ(p.inputs[i].dtype, DType::f16);
+    for (std::size_t k = 0; k < vals.at(i).size(); ++k) in.back().as<Half>()[k] = half_from_float(static_cast<float>(vals[i][k]));
+  }
+  return in;
+}
+
+TEST(Examples, DepthwiseGradientsAccumulateAsTensorFlowAtHalfPrecision) {
+  // bwd_data sums in T (TensorFlow's `T sum` in DepthwiseConv2dBackpropInputGPUKernelNHWC), m
+  // ascending: 2048 + 1 rounds to 2048 in f16 (ulp 2 there, ties to even), and again, so
+  // 2048 * 1 + 1 * 1 + 1 * 1 = 2048. Summed in float, or in another order, it would be 2050.
+  const nlohmann::json data = {{"n", 1}, {"h", 1}, {"w", 1}, {"c", 1}, {"multiplier", 3}, {"kh", 1}, {"kw", 1}};
+  auto cc = config("depthwise_conv2d_bwd_data", data, "f16");
+  expect_all_variants("depthwise_conv2d_bwd_data", cc, half_inputs(cc.problem, {{1, 1, 1}, {2048, 1, 1}}), {2048});
+  // bwd_filter: TensorFlow casts the 16-bit tensors to float and the float gradient back once:
+  // the same three products over the batch sum to 2050, which f16 holds.
+  const nlohmann::json filter = {{"n", 3}, {"h", 1}, {"w", 1}, {"c", 1}, {"kh", 1}, {"kw", 1}};
+  cc = config("depthwise_conv2d_bwd_filter", filter, "f16");
+  expect_all_variants("depthwise_conv2d_bwd_filter", cc, half_inputs(cc.problem, {{1, 1, 1}, {2048, 1, 1}}), {2050});
 }
 
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {
@@ -652,40 +751,97 @@ std::vector<double> conv_forward(const nlohmann::json& p, const HostTensor& x, c
   return y;
 }
 
+// A naive forward op of the conv kind, in double: config, input, filter, output extents, padding.
+using NaiveForward = std::vector<double> (*)(const nlohmann::json&, const HostTensor&, const HostTensor&, std::int64_t oh,
+                                             std::int64_t ow, std::int64_t pad_top, std::int64_t pad_left);
+
+// The adjoint identity's pieces for a conv-like op's two gradients: random x, w and dy shaped by
+// the gradients' problems (bwd_data takes (filter, out_backprop), bwd_filter (input,
+// out_backprop)), y = forward(x, w) with TensorFlow's padding re-derived here rather than taken
+// from the kernels, and <y, dy>, which <x, bwd_data(w, dy)> and <w, bwd_filter(x, dy)> must equal.
+struct ConvAdjoint {
+  HostTensor x, w, dy;
+  std::vector<double> y;
+  double y_dot_dy = 0;
+  std::vector<HostTensor> data_inputs, filter_inputs;
+};
+
+ConvAdjoint conv_adjoint(const nlohmann::json& p, const Problem& bwd_data, const Problem& bwd_filter, NaiveForward forward) {
+  const TensorDesc& dy_desc = bwd_data.inputs[1];
+  const std::int64_t oh = dy_desc.shape[1], ow = dy_desc.shape[2];
+  auto pad = [&](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t d) {
+    if (p.value("padding", "SAME") == "VALID") return std::int64_t{0};
+    return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
+  };
+  const std::int64_t pt = pad(p["h"], oh, p["kh"], p.value("stride_h", 1), p.value("dilation_h", 1));
+  const std::int64_t pl = pad(p["w"], ow, p["kw"], p.value("stride_w", 1), p.value("dilation_w", 1));
+  ConvAdjoint a{random_tensor(bwd_filter.inputs[0], 1), random_tensor(bwd_data.inputs[0], 2), random_tensor(dy_desc, 3), {}, 0, {}, {}};
+  a.y = forward(p, a.x, a.w, oh, ow, pt, pl);
+  for (std::size_t i = 0; i < a.y.size(); ++i) a.y_dot_dy += a.y[i] * a.dy.as<float>()[i];
+  a.data_inputs.push_back(copy_of(a.w));
+  a.data_inputs.push_back(copy_of(a.dy));
+  a.filter_inputs.push_back(copy_of(a.x));
+  a.filter_inputs.push_back(copy_of(a.dy));
+  return a;
+}
+
 TEST(Adjoint, ConvBackpropsAreTheTransposesOfTheForwardConvWhichConv2dComputes) {
   for (const auto& p : {nlohmann::json{{"n", 2}, {"h", 7}, {"w", 6}, {"ci", 3}, {"co", 4}, {"kh", 3}, {"kw", 2}},
                         nlohmann::json{{"n", 1}, {"h", 9}, {"w", 8}, {"ci", 2}, {"co", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 3}, {"padding", "VALID"}},
                         nlohmann::json{{"n", 1}, {"h", 8}, {"w", 9}, {"ci", 2}, {"co", 2}, {"kh", 2}, {"kw", 3}, {"stride_h", 3}, {"dilation_w", 2}}}) {
     const auto bd = config("conv2d_bwd_data", p), bf = config("conv2d_bwd_filter", p);
-    const TensorDesc& dy_desc = bd.problem.inputs[1];
-    const std::int64_t oh = dy_desc.shape[1], ow = dy_desc.shape[2];
-    // Padding as TensorFlow computes it, re-derived here rather than taken from the kernels.
-    auto pad = [&](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s, std::int64_t d) {
-      if (p.value("padding", "SAME") == "VALID") return std::int64_t{0};
-      return std::max<std::int64_t>((out - 1) * s + (k - 1) * d + 1 - in, 0) / 2;
-    };
-    const std::int64_t pt = pad(p["h"], oh, p["kh"], p.value("stride_h", 1), p.value("dilation_h", 1));
-    const std::int64_t pl = pad(p["w"], ow, p["kw"], p.value("stride_w", 1), p.value("dilation_w", 1));
-    const HostTensor x = random_tensor(bf.problem.inputs[0], 1), w = random_tensor(bd.problem.inputs[0], 2);
-    const HostTensor dy = random_tensor(dy_desc, 3);
-    const auto y = conv_forward(p, x, w, oh, ow, pt, pl);
-    double y_dot_dy = 0;
-    for (std::size_t i = 0; i < y.size(); ++i) y_dot_dy += y[i] * dy.as<float>()[i];
-    std::vector<HostTensor> din, fin;
-    din.emplace_back(w.desc()); std::memcpy(din.back().data(), w.data(), w.desc().bytes());
-    din.emplace_back(dy.desc()); std::memcpy(din.back().data(), dy.data(), dy.desc().bytes());
-    fin.emplace_back(x.desc()); std::memcpy(fin.back().data(), x.data(), x.desc().bytes());
-    fin.emplace_back(dy.desc()); std::memcpy(fin.back().data(), dy.data(), dy.desc().bytes());
-    expect_close(y_dot_dy, dot(x, run_variant("conv2d_bwd_data", "cpu.serial", bd.problem, din)), "bwd_data " + p.dump());
+    const ConvAdjoint a = conv_adjoint(p, bd.problem, bf.problem, conv_forward);
+    expect_close(a.y_dot_dy, dot(a.x, run_variant("conv2d_bwd_data", "cpu.serial", bd.problem, a.data_inputs)), "bwd_data " + p.dump());
     // conv2d itself is the naive forward conv, element by element.
     const auto fwd = config("conv2d", p);
     std::vector<HostTensor> xw;
-    xw.emplace_back(x.desc()); std::memcpy(xw.back().data(), x.data(), x.desc().bytes());
-    xw.emplace_back(w.desc()); std::memcpy(xw.back().data(), w.data(), w.desc().bytes());
+    xw.push_back(copy_of(a.x));
+    xw.push_back(copy_of(a.w));
     const auto conv2d = values(run_variant("conv2d", "cpu.serial", fwd.problem, xw));
-    ASSERT_EQ(conv2d.size(), y.size()) << p.dump();
-    for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(conv2d[i], y[i], 1e-5 * (1 + std::fabs(y[i]))) << "conv2d " << p.dump() << " at " << i;
-    expect_close(y_dot_dy, dot(w, run_variant("conv2d_bwd_filter", "cpu.serial", bf.problem, fin)), "bwd_filter " + p.dump());
+    ASSERT_EQ(conv2d.size(), a.y.size()) << p.dump();
+    for (std::size_t i = 0; i < a.y.size(); ++i) EXPECT_NEAR(conv2d[i], a.y[i], 1e-5 * (1 + std::fabs(a.y[i]))) << "conv2d " << p.dump() << " at " << i;
+    expect_close(a.y_dot_dy, dot(a.w, run_variant("conv2d_bwd_filter", "cpu.serial", bf.problem, a.filter_inputs)), "bwd_filter " + p.dump());
+  }
+}
+
+// A naive depthwise forward convolution in double, written from TensorFlow's definition
+// (out channel c*M + m = input channel c times filter column m), for the adjoint test.
+std::vector<double> depthwise_forward(const nlohmann::json& p, const HostTensor& x, const HostTensor& w, std::int64_t oh,
+                                      std::int64_t ow, std::int64_t pad_t, std::int64_t pad_l) {
+  const std::int64_t n = p["n"], h = p["h"], wd = p["w"], c = p["c"], m = p.value("multiplier", 1), kh = p["kh"], kw = p["kw"];
+  const std::int64_t sh = p.value("stride_h", 1), sw = p.value("stride_w", 1), dh = p.value("dilation_h", 1), dw = p.value("dilation_w", 1);
+  std::vector<double> y(static_cast<std::size_t>(n * oh * ow * c * m), 0.0);
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j)
+        for (std::int64_t ch = 0; ch < c; ++ch)
+          for (std::int64_t q = 0; q < m; ++q)
+            for (std::int64_t a = 0; a < kh; ++a)
+              for (std::int64_t e = 0; e < kw; ++e) {
+                const std::int64_t r = i * sh - pad_t + a * dh, s = j * sw - pad_l + e * dw;
+                if (r < 0 || r >= h || s < 0 || s >= wd) continue;
+                y[static_cast<std::size_t>(((b * oh + i) * ow + j) * c * m + ch * m + q)] +=
+                    static_cast<double>(x.as<float>()[((b * h + r) * wd + s) * c + ch]) * w.as<float>()[((a * kw + e) * c + ch) * m + q];
+              }
+  return y;
+}
+
+TEST(Adjoint, DepthwiseBackpropsAreTheTransposesOfTheDepthwiseConv) {
+  for (const auto& p : {nlohmann::json{{"n", 2}, {"h", 7}, {"w", 6}, {"c", 3}, {"kh", 3}, {"kw", 2}},
+                        nlohmann::json{{"n", 1}, {"h", 9}, {"w", 8}, {"c", 2}, {"multiplier", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 3}, {"padding", "VALID"}},
+                        nlohmann::json{{"n", 2}, {"h", 8}, {"w", 10}, {"c", 3}, {"multiplier", 2}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 2}},
+                        nlohmann::json{{"n", 1}, {"h", 8}, {"w", 9}, {"c", 2}, {"multiplier", 4}, {"kh", 2}, {"kw", 3}, {"stride_h", 3}, {"dilation_w", 2}}}) {
+    const auto bd = config("depthwise_conv2d_bwd_data", p), bf = config("depthwise_conv2d_bwd_filter", p);
+    ASSERT_EQ(bd.problem.inputs[1].shape[3], p["c"].get<std::int64_t>() * p.value("multiplier", 1));
+    const ConvAdjoint a = conv_adjoint(p, bd.problem, bf.problem, depthwise_forward);
+    for (const auto* v : Registry::global().variants_of("depthwise_conv2d_bwd_data"))
+      if (v->backend == Backend::cpu)
+        expect_close(a.y_dot_dy, dot(a.x, run_variant("depthwise_conv2d_bwd_data", v->name, bd.problem, a.data_inputs)),
+                     "bwd_data " + v->name + " " + p.dump());
+    for (const auto* v : Registry::global().variants_of("depthwise_conv2d_bwd_filter"))
+      if (v->backend == Backend::cpu)
+        expect_close(a.y_dot_dy, dot(a.w, run_variant("depthwise_conv2d_bwd_filter", v->name, bf.problem, a.filter_inputs)),
+                     "bwd_filter " + v->name + " " + p.dump());
   }
 }
 

@@ -28,7 +28,7 @@ const std::set<std::string> kDesignOps = {
     // Issue 13: the remaining atomicAdd sources.
     "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted",
     "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter",
-    "resampler_grad_data", "resampler_grad_warp",
+    "resampler_grad_data", "resampler_grad_warp", "depthwise_conv2d_bwd_data", "depthwise_conv2d_bwd_filter",
     // Issue 13 item 2: the PyTorch backward ops that still raise in deterministic mode.
     "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd",
     "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"};
@@ -61,9 +61,24 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_NE(Registry::global().find_variant(name, "cuda.ordered"), nullptr) << name;
     EXPECT_EQ(Registry::global().find_variant(name, "cuda.atomic") != nullptr, !kForwardOnly.count(name)) << name;
   }
-  for (const char* op : {"conv2d_bwd_data", "conv2d_bwd_filter"})
-    for (int k = 0; k < 6; ++k) EXPECT_NE(Registry::global().find_variant(op, "cudnn.algo" + std::to_string(k)), nullptr) << op << k;
+  // The legacy backprop algorithms, for conv2d's gradients and the depthwise ones (one
+  // implementation, kernels/conv/conv_cudnn.cu): the same algorithms with the same documented claims.
+  for (const char* op : {"conv2d_bwd_data", "conv2d_bwd_filter", "depthwise_conv2d_bwd_data", "depthwise_conv2d_bwd_filter"})
+    for (int k = 0; k < 6; ++k) {
+      const auto* v = Registry::global().find_variant(op, "cudnn.algo" + std::to_string(k));
+      ASSERT_NE(v, nullptr) << op << k;
+      EXPECT_EQ(v->role, Role::vendor);
+      EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc);
+      EXPECT_TRUE(v->prepare) << op << k << ": support and cuDNN's own claim are decided at prepare";
+      const std::string conv_op = std::string(op).find("bwd_data") != std::string::npos ? "conv2d_bwd_data" : "conv2d_bwd_filter";
+      const auto* plain = Registry::global().find_variant(conv_op, v->name);
+      EXPECT_EQ(v->claim.determinism, plain->claim.determinism) << op << k;
+      EXPECT_EQ(v->claim.reason, plain->claim.reason) << op << k;
+    }
   EXPECT_NE(Registry::global().find_variant("conv2d_bwd_filter", "cudnn.algo6"), nullptr);
+  EXPECT_NE(Registry::global().find_variant("depthwise_conv2d_bwd_filter", "cudnn.algo6"), nullptr);
+  EXPECT_EQ(Registry::global().find_variant("depthwise_conv2d_bwd_data", "cudnn.algo0")->claim.determinism, Determinism::nondeterministic);
+  EXPECT_EQ(Registry::global().find_variant("depthwise_conv2d_bwd_filter", "cudnn.algo3")->claim.determinism, Determinism::nondeterministic);
   // conv2d: every legacy forward algorithm, the autotuner, and an engine variant per graph-API
   // engine index up to kMaxForwardEngines (kernels/conv/conv_cudnn.h).
   for (int k = 0; k < 8; ++k) {
