@@ -128,6 +128,13 @@ D9M_HD inline double sub(double a, double b) { return a - b; }
 D9M_HD inline Half sub(Half a, Half b) { return half_from_float(to_float(a) - to_float(b)); }
 D9M_HD inline BFloat16 sub(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) - to_float(b)); }
 
+// The one rounding division (c10's 16-bit operator/: in float, then rounded; float's 24 bits are
+// at least 2p + 2 for both 16-bit types, so the double rounding is the correctly rounded quotient).
+D9M_HD inline float div(float a, float b) { return a / b; }
+D9M_HD inline double div(double a, double b) { return a / b; }
+D9M_HD inline Half div(Half a, Half b) { return half_from_float(to_float(a) / to_float(b)); }
+D9M_HD inline BFloat16 div(BFloat16 a, BFloat16 b) { return bfloat16_from_float(to_float(a) / to_float(b)); }
+
 // The accumulation type of storage type T, as cuBLAS's and cuSPARSE's CUDA_R_32F compute: f32 for
 // f32, f16 and bf16, f64 for f64. widen() into it is exact; narrow() out of it rounds once.
 template <class T>

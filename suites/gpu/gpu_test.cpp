@@ -323,6 +323,10 @@ TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
       // So do softmax weights of causal rows (1/(i+1)) and scales 1/sqrt(D) of the attention
       // configs; the unit suite's exact attention configs are built to be exact.
       if (cc.op->family == "resize" || cc.op->family == "crop_and_resize" || cc.op->family == "attention") continue;
+      // embedding_bag_bwd's mean divides by bag sizes; nll_loss2d adds its block sums in the 16-bit
+      // dtype, whose integers are exact only up to 2048 (f16) or 256 (bf16).
+      if (cc.op->name == "embedding_bag_bwd" && cc.params_json.value("mode", "") == "mean") continue;
+      if (cc.op->family == "loss" && dtype_size(cc.problem.dtype) == 2 && cc.params_json.value("h", 0) > 0) continue;
       try {
         EXPECT_EQ(run_case(*v, cc.problem, inputs, 2).trials[1].digest, ref) << cc.op->name << "/" << cc.name << "/" << v->name;
       } catch (const Unsupported&) {
