@@ -339,6 +339,10 @@ TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
       // so the atomic variant's sums are not exact. cuDNN picks its own among tied maxima.
       const bool divides = cc.op->name == "adaptive_avg_pool2d_bwd" || cc.op->name == "avg_pool3d_bwd";
       if ((divides && v->role == Role::atomic) || (v->role == Role::vendor && ties_between_maxima(cc))) continue;
+      // embedding_bag_bwd's mean divides by bag sizes; nll_loss2d adds its block sums in the 16-bit
+      // dtype, whose integers are exact only up to 2048 (f16) or 256 (bf16).
+      if (cc.op->name == "embedding_bag_bwd" && cc.params_json.value("mode", "") == "mean") continue;
+      if (cc.op->family == "loss" && dtype_size(cc.problem.dtype) == 2 && cc.params_json.value("h", 0) > 0) continue;
       try {
         EXPECT_EQ(run_case(*v, cc.problem, inputs, 2).trials[1].digest, ref) << cc.op->name << "/" << cc.name << "/" << v->name;
       } catch (const Unsupported&) {

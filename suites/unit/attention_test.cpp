@@ -1,4 +1,4 @@
-// The attention family's own properties (kernels/attention/attention.h): its portable exp, the
+// The attention family's own properties (kernels/attention/attention.h): the
 // forward against the textbook softmax, the backward against the forward's numerical gradient,
 // the causal mask, and the ordered variants' bits on any thread count.
 #include <cmath>
@@ -10,35 +10,9 @@
 namespace d9m {
 namespace {
 
-using attention::exp_nonpositive;
 using test::config;
 using test::run_variant;
 using test::values;
-
-template <class A>
-double ulps_from_exp(A x) {
-  const long double want = std::exp(static_cast<long double>(x));
-  const A got = exp_nonpositive(x);
-  const long double ulp = std::nextafter(static_cast<A>(want), std::numeric_limits<A>::infinity()) - static_cast<A>(want);
-  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / ulp);
-}
-
-TEST(Attention, ExpIsWithinTwoUlpsAndExactAtZero) {
-  EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
-  EXPECT_EQ(exp_nonpositive(0.0), 1.0);
-  double worst_f = 0, worst_d = 0;
-  for (int i = 0; i <= 200000; ++i) {
-    const double x = -87.0 * i / 200000.0;  // f32's normal range
-    worst_f = std::max(worst_f, ulps_from_exp(static_cast<float>(x)));
-    worst_d = std::max(worst_d, ulps_from_exp(x * 8));  // to -696, within f64's
-  }
-  EXPECT_LE(worst_f, 2.0);
-  EXPECT_LE(worst_d, 2.0);
-  // Below the normal range the result is 0, on the host and the device alike.
-  EXPECT_EQ(exp_nonpositive(-100.0f), 0.0f);
-  EXPECT_EQ(exp_nonpositive(-800.0), 0.0);
-  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
-}
 
 nlohmann::json small(bool causal) {
   return {{"batch", 1}, {"heads", 2}, {"seq_q", 5}, {"seq_kv", 7}, {"head_dim", 3}, {"causal", causal}};

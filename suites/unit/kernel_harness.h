@@ -60,8 +60,14 @@ inline std::vector<HostTensor> inputs_from(const Problem& p, const std::vector<s
     in.emplace_back(p.inputs[i]);
     EXPECT_EQ(static_cast<std::int64_t>(vals.at(i).size()), p.inputs[i].numel()) << p.inputs[i].name;
     for (std::size_t k = 0; k < vals[i].size(); ++k) {
-      if (p.inputs[i].dtype == DType::f32) in.back().as<float>()[k] = static_cast<float>(vals[i][k]);
-      else in.back().as<std::int32_t>()[k] = static_cast<std::int32_t>(vals[i][k]);
+      const double v = vals[i][k];
+      switch (p.inputs[i].dtype) {  // the 16-bit values round to nearest even
+        case DType::f32: in.back().as<float>()[k] = static_cast<float>(v); break;
+        case DType::f64: in.back().as<double>()[k] = v; break;
+        case DType::f16: in.back().as<Half>()[k] = half_from_float(static_cast<float>(v)); break;
+        case DType::bf16: in.back().as<BFloat16>()[k] = bfloat16_from_float(static_cast<float>(v)); break;
+        case DType::i32: in.back().as<std::int32_t>()[k] = static_cast<std::int32_t>(v); break;
+      }
     }
   }
   return in;

@@ -231,6 +231,19 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},
+    // Integer gradients (and per-sample weights) into 16 rows: about 60 entries per row and
+    // feature, sums far below 2^24; max adds integers in T at the first of many tied maxima (the
+    // exact weight is small integers). mean divides by bag sizes, inexact: left to the tolerance.
+    {"embedding_bag_bwd", {{"num_embeddings", 16}, {"dim", 8}, {"indices", 1024}, {"bags", 64}}},
+    {"embedding_bag_bwd", {{"num_embeddings", 16}, {"dim", 8}, {"indices", 1024}, {"bags", 64}, {"per_sample_weights", true}, {"padding_idx", 3}}},
+    {"embedding_bag_bwd", {{"num_embeddings", 16}, {"dim", 8}, {"indices", 1024}, {"bags", 256}, {"mode", "max"}, {"padding_idx", 0}}},
+    // Integer log-probabilities and weights (1 to 4): the terms and weights sum exactly, and every
+    // variant then divides the same two sums. [N, C] and [N, C, H, W] (64 blocks), mean and sum.
+    {"nll_loss", {{"n", 1000}, {"classes", 7}, {"weighted", true}, {"ignored_percent", 10}}},
+    {"nll_loss", {{"n", 64}, {"classes", 5}, {"h", 8}, {"w", 8}, {"weighted", true}, {"ignored_percent", 10}, {"reduction", "sum"}}},
+    // The exact logits make log_softmax exact in f32 (loss_ops.cpp: one logit 0, the others -128 k).
+    {"softmax_cross_entropy", {{"n", 1000}, {"classes", 7}, {"weighted", true}, {"ignored_percent", 10}}},
+    {"softmax_cross_entropy", {{"n", 64}, {"classes", 5}, {"h", 8}, {"w", 8}, {"ignored_percent", 10}, {"reduction", "sum"}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

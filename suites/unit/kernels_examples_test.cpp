@@ -7,6 +7,7 @@
 
 #include "kernels/common/counter_rng.h"
 #include "kernels/pool/pool.h"
+#include "kernels/embedding/embedding.h"
 #include "kernels/sparse/sparse.h"
 #include "suites/unit/kernel_harness.h"
 
@@ -559,6 +560,173 @@ TEST(Examples, DepthwiseGradientsAccumulateAsTensorFlowAtHalfPrecision) {
   expect_all_variants("depthwise_conv2d_bwd_filter", cc, half_inputs(cc.problem, {{1, 1, 1}, {2048, 1, 1}}), {2050});
 }
 
+TEST(Examples, NllLossMeanDividesByTheWeightsOfTheCountedTargets) {
+  // input [3, 2] = [[-1, -2], [-3, -4], [-5, -6]], targets 1, 0 and ignored (-100), class weights
+  // (2, 3): the terms are -3 (-2) = 6 and -2 (-3) = 6. mean divides their sum by the weights of the
+  // counted targets, 3 + 2 = 5: 12 / 5 (not by the count, 6, nor by N, 4). The same through the
+  // [N, C, 1, 1] layout (nll_loss2d's kernel). With ignore_index 0, a class, the second example
+  // drops out instead: (6 + 18) / (3 + 3) = 4.
+  const std::vector<double> input = {-1, -2, -3, -4, -5, -6}, weight = {2, 3};
+  for (const nlohmann::json& spatial : {nlohmann::json{{"h", 0}, {"w", 0}}, nlohmann::json{{"h", 1}, {"w", 1}}}) {
+    nlohmann::json p = {{"n", 3}, {"classes", 2}, {"weighted", true}, {"h", spatial["h"]}, {"w", spatial["w"]}};
+    auto cc = config("nll_loss", p);
+    expect_all_variants("nll_loss", cc, inputs_from(cc.problem, {input, {1, 0, -100}, weight}), {12.0f / 5.0f});
+    p["reduction"] = "sum";
+    cc = config("nll_loss", p);
+    expect_all_variants("nll_loss", cc, inputs_from(cc.problem, {input, {1, 0, -100}, weight}), {12});
+    p["reduction"] = "mean";
+    p["ignore_index"] = 0;
+    cc = config("nll_loss", p);
+    expect_all_variants("nll_loss", cc, inputs_from(cc.problem, {input, {1, 0, 1}, weight}), {4});
+  }
+}
+
+TEST(Examples, NllLoss2dReadsNchwAndAddsBlockSumsInTheDtype) {
+  // [1, 2, 1, 2] is NCHW: class 0 holds (-1, -2), class 1 (-3, -5); both targets are class 1, so
+  // the sum is 3 + 5 = 8 (read as NHWC it would be 2 + 5 = 7).
+  auto cc = config("nll_loss", {{"n", 1}, {"classes", 2}, {"h", 1}, {"w", 2}, {"reduction", "sum"}});
+  expect_all_variants("nll_loss", cc, inputs_from(cc.problem, {{-1, -2, -3, -5}, {1, 1}}), {8});
+  // f16, terms 2048, 1 and 1. The [N, C] kernel sums in float: 2050, exact in f16. nll_loss2d
+  // rounds each block's sum to f16 and adds the blocks in f16: 2048 + 1 ties to the even 2048,
+  // twice. Its atomic adds may also take the two 1s first (2 + 2048 = 2050): that is the race.
+  cc = config("nll_loss", {{"n", 3}, {"classes", 1}, {"reduction", "sum"}}, "f16");
+  expect_all_variants("nll_loss", cc, inputs_from(cc.problem, {{-2048, -1, -1}, {0, 0, 0}}), {2050});
+  cc = config("nll_loss", {{"n", 3}, {"classes", 1}, {"h", 1}, {"w", 1}, {"reduction", "sum"}}, "f16");
+  const auto in = inputs_from(cc.problem, {{-2048, -1, -1}, {0, 0, 0}});
+  for (const char* v : {"cpu.serial", "cpu.ordered"}) EXPECT_EQ(values(run_variant("nll_loss", v, cc.problem, in)), std::vector<double>{2048}) << v;
+  const double atomic = values(run_variant("nll_loss", "cpu.atomic", cc.problem, in))[0];
+  EXPECT_TRUE(atomic == 2048 || atomic == 2050) << atomic;
+}
+
+TEST(Examples, NllLossOfOnlyIgnoredTargetsIsNaNForMeanAndZeroForSum) {
+  // PyTorch's 0 / 0: mean over no counted target is NaN in both kernels; sum is 0.
+  for (const nlohmann::json& spatial : {nlohmann::json{{"h", 0}, {"w", 0}}, nlohmann::json{{"h", 2}, {"w", 1}}}) {
+    nlohmann::json p = {{"n", 2}, {"classes", 3}, {"h", spatial["h"]}, {"w", spatial["w"]}, {"ignore_index", 1}};
+    auto cc = config("nll_loss", p);
+    const std::int64_t positions = 2 * (spatial["h"] == 0 ? 1 : 2);
+    const auto in = inputs_from(cc.problem, {std::vector<double>(static_cast<std::size_t>(3 * positions), -1.0),
+                                             std::vector<double>(static_cast<std::size_t>(positions), 1.0)});
+    for (const auto* v : Registry::global().variants_of("nll_loss")) {
+      if (v->backend == Backend::cpu) {
+        EXPECT_TRUE(std::isnan(values(run_variant("nll_loss", v->name, cc.problem, in))[0])) << v->name;
+      }
+    }
+    p["reduction"] = "sum";
+    cc = config("nll_loss", p);
+    expect_all_variants("nll_loss", cc, in, {0});
+  }
+}
+
+// Every CPU variant's loss within `ulps` units of the float nearest `want`.
+void expect_loss_near(const std::string& op, const CatalogConfig& cc, const std::vector<HostTensor>& in, long double want, double ulps) {
+  const auto f = static_cast<float>(want);
+  const double ulp = std::nextafter(f, std::numeric_limits<float>::infinity()) - f;
+  for (const auto* v : Registry::global().variants_of(op)) {
+    if (v->backend == Backend::cpu) {
+      EXPECT_NEAR(values(run_variant(op, v->name, cc.problem, in))[0], static_cast<double>(want), ulps * ulp) << op << "/" << v->name;
+    }
+  }
+}
+
+TEST(Examples, SoftmaxCrossEntropyIsNllOfLogSoftmaxOverTheClassAxis) {
+  // Logits [[1, 2, 3], [0, 0, 0]], targets 2 and 1, class weights (1, 1, 3): the terms are
+  // 3 (ln(e + e^2 + e^3) - 3) and ln 3, and the weighted mean divides by 3 + 1.
+  auto cc = config("softmax_cross_entropy", {{"n", 2}, {"classes", 3}, {"weighted", true}});
+  const long double l0 = std::log(std::exp(1.0L) + std::exp(2.0L) + std::exp(3.0L)) - 3, l1 = std::log(3.0L);
+  expect_loss_near("softmax_cross_entropy", cc, inputs_from(cc.problem, {{1, 2, 3, 0, 0, 0}, {2, 1}, {1, 1, 3}}), (3 * l0 + l1) / 4, 4);
+  // [1, 2, 1, 2], NCHW: position 0 has logits (0, 0), position 1 (5, -1000); both targets class
+  // 0: ln 2 + ~0 (read as NHWC, (0, 5) and (0, -1000): 5 + ln(1 + e^-5)).
+  cc = config("softmax_cross_entropy", {{"n", 1}, {"classes", 2}, {"h", 1}, {"w", 2}, {"reduction", "sum"}});
+  expect_loss_near("softmax_cross_entropy", cc, inputs_from(cc.problem, {{0, 5, 0, -1000}, {0, 0}}), std::log(2.0L), 2);
+}
+
+TEST(Examples, EmbeddingBagSumMeanPaddingAndPerSampleWeights) {
+  // Table of 4 rows, D = 1; bags {2, 0} and {2, 3} with gradients 10 and 100.
+  const nlohmann::json base = {{"num_embeddings", 4}, {"dim", 1}, {"indices", 4}, {"bags", 2}};
+  auto cc = config("embedding_bag_bwd", base);
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, {{2, 0, 2, 3}, {0, 2}, {10, 100}}), {10, 0, 110, 100});
+  // mean with padding_idx 3: the second bag counts one entry (row 3 is padding), so row 2 gets
+  // 10/2 + 100/1 = 105 (not 55), and row 3 stays 0.
+  nlohmann::json p = base;
+  p["mode"] = "mean";
+  p["padding_idx"] = 3;
+  cc = config("embedding_bag_bwd", p);
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, {{2, 0, 2, 3}, {0, 2}, {10, 100}}), {5, 0, 105, 0});
+  // per_sample_weights (1, 2, 3, 4) scale each entry: row 2 gets 10 + 300.
+  p = base;
+  p["per_sample_weights"] = true;
+  cc = config("embedding_bag_bwd", p);
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, {{2, 0, 2, 3}, {0, 2}, {10, 100}, {1, 2, 3, 4}}),
+                      {20, 0, 310, 400});
+  // An empty bag in the middle (offsets 0, 2, 2): its gradient goes nowhere; mean divides by 2.
+  p = base;
+  p["bags"] = 3;
+  p["mode"] = "mean";
+  cc = config("embedding_bag_bwd", p);
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, {{2, 0, 2, 3}, {0, 2, 2}, {10, 7, 100}}), {5, 0, 55, 50});
+}
+
+TEST(Examples, EmbeddingBagMaxGoesToTheFirstMaximum) {
+  // The forward's argmax (embedding.h bag_argmax): rows (1, 5), (1, 7), (0, 7) in one bag. Feature 0
+  // ties rows 0 and 1: the first, 0; feature 1 ties rows 1 and 2: 1, or 2 with row 1 as padding. A
+  // bag of padding only has none (-1).
+  const std::vector<float> weight = {1, 5, 1, 7, 0, 7};
+  const auto value = [&](std::int32_t row, std::int64_t f) { return weight[static_cast<std::size_t>(row * 2 + f)]; };
+  embedding::Geometry g{.num_embeddings = 3, .dim = 2, .indices = 3, .bags = 1, .mode = embedding::Mode::max};
+  const std::int32_t rows[] = {0, 1, 2}, offsets[] = {0};
+  EXPECT_EQ(embedding::bag_argmax(g, rows, offsets, 0, 0, value), 0);
+  EXPECT_EQ(embedding::bag_argmax(g, rows, offsets, 0, 1, value), 1);
+  g.padding_idx = 1;
+  EXPECT_EQ(embedding::bag_argmax(g, rows, offsets, 0, 1, value), 2);
+  const std::int32_t padding_only[] = {1, 1};
+  g.indices = 2;
+  EXPECT_EQ(embedding::bag_argmax(g, padding_only, offsets, 0, 0, value), -1);
+  // The backward: max_indices (0, 1) and (0, -1), gradients (1, 2) and (10, 20): row 0 feature 0
+  // collects 1 + 10, row 1 feature 1 gets 2, and -1 nothing. Row 1 as padding gets nothing.
+  nlohmann::json p = {{"num_embeddings", 3}, {"dim", 2}, {"indices", 3}, {"bags", 2}, {"mode", "max"}};
+  auto cc = config("embedding_bag_bwd", p);
+  const std::vector<std::vector<double>> in = {{0, 1, 2}, {0, 2}, {1, 5, 1, 7, 0, 7}, {0, 1, 0, -1}, {1, 2, 10, 20}};
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, in), {11, 0, 0, 2, 0, 0});
+  p["padding_idx"] = 1;
+  cc = config("embedding_bag_bwd", p);
+  expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, in), {11, 0, 0, 0, 0, 0});
+  // The fill computes max_indices from the weight as the dtype holds it: in exact mode the weight
+  // is small integers, full of ties; every entry must be the first maximum of its bag.
+  cc = config("embedding_bag_bwd", {{"num_embeddings", 8}, {"dim", 4}, {"indices", 512}, {"bags", 64}, {"mode", "max"}, {"padding_idx", 2}});
+  const auto filled = make_inputs(*cc.op, cc.problem, 3, FillMode::exact);
+  const auto* idx = filled[0].as<std::int32_t>();
+  const auto* off = filled[1].as<std::int32_t>();
+  const auto* w = filled[2].as<float>();
+  const auto* max_indices = filled[3].as<std::int32_t>();
+  int ties = 0;
+  for (std::int64_t b = 0; b < 64; ++b)
+    for (std::int64_t f = 0; f < 4; ++f) {
+      const std::int64_t begin = off[b], end = b + 1 < 64 ? off[b + 1] : 512;
+      std::int32_t want = -1;
+      for (std::int64_t i = begin; i < end; ++i)  // the largest value, then its first occurrence
+        if (idx[i] != 2 && (want < 0 || w[idx[i] * 4 + f] > w[want * 4 + f])) want = idx[i];
+      int equal = 0;
+      for (std::int64_t i = begin; i < end; ++i) equal += idx[i] != 2 && idx[i] != want && want >= 0 && w[idx[i] * 4 + f] == w[want * 4 + f];
+      ties += equal > 0;
+      EXPECT_EQ(max_indices[b * 4 + f], want) << "bag " << b << " feature " << f;
+    }
+  EXPECT_GT(ties, 16) << "the exact weights should tie often";
+}
+
+TEST(Examples, EmbeddingBagAddsEachRowInPartialsOfTen) {
+  // 20 one-entry bags on row 0, gradients 2^24, nine 0s, ten 1s. PyTorch sums partials of 10
+  // entries, 2^24 and 10, then adds them: 2^24 + 10. One add at a time, each 1 would tie to the
+  // even 2^24 and vanish. (cpu.atomic adds in any order.)
+  auto cc = config("embedding_bag_bwd", {{"num_embeddings", 1}, {"dim", 1}, {"indices", 20}, {"bags", 20}});
+  std::vector<double> offsets(20), grads(20, 0.0);
+  for (int b = 0; b < 20; ++b) offsets[static_cast<std::size_t>(b)] = b;
+  grads[0] = 16777216;
+  for (int b = 10; b < 20; ++b) grads[static_cast<std::size_t>(b)] = 1;
+  const auto in = inputs_from(cc.problem, {std::vector<double>(20, 0.0), offsets, grads});
+  for (const char* v : {"cpu.serial", "cpu.ordered"})
+    EXPECT_EQ(values(run_variant("embedding_bag_bwd", v, cc.problem, in)), std::vector<double>{16777226}) << v;
+}
+
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {
   // TF's SparseTensor A = [[1, 0, 2], [0, 3, 4]] (COO), the four adjoint settings.
   const std::vector<double> rows{0, 0, 1, 1}, cols{0, 2, 1, 2}, vals{1, 2, 3, 4};
@@ -1080,6 +1248,46 @@ TEST(Adjoint, MaxPoolGradsAreTheTransposeOfGatheringAtTheIndices) {
     for (std::int64_t o = 0; o < in[0].desc().numel(); ++o)
       gathered += static_cast<double>(in[1].as<float>()[o / plane_out * plane_in + in[2].as<std::int32_t>()[o]]) * in[0].as<float>()[o];
     expect_close(gathered, dot(in[1], run_variant(op, "cpu.serial", cc.problem, in)), op);
+  }
+}
+
+// <forward(W), g> == <W, embedding_bag_bwd(g)>, with EmbeddingBag's forward written out here:
+// a bag's rows summed (scaled by per-sample weights, or divided by the non-padding count for mean),
+// or the row at max_indices for max, padding rows left out.
+TEST(Adjoint, EmbeddingBagBackwardIsTheTransposeOfTheForward) {
+  const nlohmann::json base = {{"num_embeddings", 40}, {"dim", 3}, {"indices", 300}, {"bags", 37}, {"padding_idx", 5}};
+  for (const auto& extra : {nlohmann::json{{"mode", "sum"}}, nlohmann::json{{"mode", "mean"}},
+                            nlohmann::json{{"mode", "sum"}, {"per_sample_weights", true}}, nlohmann::json{{"mode", "max"}}}) {
+    nlohmann::json p = base;
+    p.update(extra);
+    const auto cc = config("embedding_bag_bwd", p);
+    const auto& g = cc.problem.geom<embedding::Geometry>();
+    const auto in = make_inputs(*cc.op, cc.problem, 11);
+    const auto* idx = in[0].as<std::int32_t>();
+    const auto* off = in[1].as<std::int32_t>();
+    const bool max = g.mode == embedding::Mode::max;
+    HostTensor w = max ? HostTensor(in[2].desc()) : random_tensor(cc.problem.output, 12);
+    if (max) std::memcpy(w.data(), in[2].data(), in[2].desc().bytes());
+    const auto* grad = in[max ? 4 : 2].as<float>();
+    double forward_dot = 0;
+    for (std::int64_t b = 0; b < g.bags; ++b) {
+      const std::int64_t begin = off[b], end = b + 1 < g.bags ? off[b + 1] : g.indices;
+      std::int64_t count = 0;
+      for (std::int64_t i = begin; i < end; ++i) count += idx[i] != g.padding_idx;
+      for (std::int64_t f = 0; f < g.dim; ++f) {
+        double out = 0;
+        if (max) {
+          const std::int32_t row = in[3].as<std::int32_t>()[b * g.dim + f];
+          if (row >= 0) out = w.as<float>()[row * g.dim + f];
+        } else {
+          for (std::int64_t i = begin; i < end; ++i)
+            if (idx[i] != g.padding_idx) out += static_cast<double>(w.as<float>()[idx[i] * g.dim + f]) * (g.per_sample_weights ? in[3].as<float>()[i] : 1.0f);
+          if (g.mode == embedding::Mode::mean && count > 0) out /= static_cast<double>(count);
+        }
+        forward_dot += out * grad[b * g.dim + f];
+      }
+    }
+    expect_close(forward_dot, dot(w, run_variant("embedding_bag_bwd", "cpu.serial", cc.problem, in)), p.dump());
   }
 }
 

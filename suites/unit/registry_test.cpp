@@ -29,9 +29,11 @@ const std::set<std::string> kDesignOps = {
     "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted",
     "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter",
     "resampler_grad_data", "resampler_grad_warp", "depthwise_conv2d_bwd_data", "depthwise_conv2d_bwd_filter",
-    // Issue 13 item 2: the PyTorch backward ops that still raise in deterministic mode.
+    // Issue 13 item 2: the ops framework users hit most, among them the PyTorch backward ops that
+    // still raise in deterministic mode.
     "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd",
-    "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"};
+    "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd",
+    "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
