@@ -19,8 +19,9 @@
 // partials apart and add them in block order. cpu.serial adds all keys of a row in ascending j.
 //
 // Every sum is in Acc<T> (f32 for f32/f16/bf16, f64 for f64) in ascending index; the softmax
-// uses exp_nonpositive() below, the same float operations on the host and the device (the
-// library's expf is not), so the CPU and CUDA variants of one decomposition agree bit for bit.
+// uses exp_nonpositive() (kernels/common/hd_math.h), the same float operations on the host and
+// the device (the library's expf is not), so the CPU and CUDA variants of one decomposition agree
+// bit for bit.
 // The row maximum is subtracted first, so every exponent is <= 0, and
 // softmax_j = exp(s_j - max) / sum_j' exp(s_j' - max), the sum in ascending j'; o_i divides once:
 // o_id = (sum_j exp(s_ij - max) v_jd) / sum.
@@ -31,6 +32,7 @@
 
 #include "kernels/common/half.h"
 #include "kernels/common/hd.h"
+#include "kernels/common/hd_math.h"
 #include "kernels/registry.h"
 
 namespace d9m::attention {
@@ -58,47 +60,8 @@ struct Geometry {
   D9M_HD std::int64_t first_query(std::int64_t j) const { return causal ? j : 0; }
 };
 
-// e^x for x <= 0, from + - * and an exponent built from bits: a Cody-Waite reduction
-// x = n ln2 + r, |r| <= ln2/2, then Taylor's series to degree 7 (f32: truncation < 1e-8 relative)
-// or 13 (f64: < 1e-17), then the product with 2^n. Results below the normal range are 0.
-template <class A>
-D9M_HD inline A exp_nonpositive(A x) {
-  static_assert(std::is_same_v<A, float> || std::is_same_v<A, double>);
-  constexpr bool wide = std::is_same_v<A, double>;
-  constexpr int kMinExponent = wide ? -1022 : -126;
-  // ln2 = hi + lo, hi with trailing zero bits so n * hi is exact for the n that reach here.
-  const A ln2_hi = wide ? A(6.93147180369123816490e-01) : A(0.693145751953125);
-  const A ln2_lo = wide ? A(1.90821492927058770002e-10) : A(1.428606765330187045e-06);
-  const A log2e = A(1.4426950408889634);
-  // Round x log2e to the nearest integer (ties away from zero): it is <= 0, so truncate y - 0.5.
-  const A y = x * log2e - A(0.5);
-  if (!(y > A(kMinExponent - 1))) return A(0);  // below the normal range (or NaN: not reached)
-  const auto n = static_cast<int>(y);
-  const A fn = static_cast<A>(n);
-  const A r = (x - fn * ln2_hi) - fn * ln2_lo;
-  A p;
-  if constexpr (wide) {
-    p = A(1.0 / 6227020800.0);  // 1/13!
-    const A c[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0,
-                   1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,       1.0 / 6.0,      0.5,           1.0,
-                   1.0};
-    for (A ck : c) p = p * r + ck;
-  } else {
-    p = A(1.0 / 5040.0);  // 1/7!
-    const A c[] = {A(1.0 / 720.0), A(1.0 / 120.0), A(1.0 / 24.0), A(1.0 / 6.0), A(0.5), A(1.0), A(1.0)};
-    for (A ck : c) p = p * r + ck;
-  }
-  // 2^n, a normal number: its exponent field alone.
-  A two_n;
-  if constexpr (wide) {
-    const std::uint64_t bits = static_cast<std::uint64_t>(n + 1023) << 52;
-    std::memcpy(&two_n, &bits, sizeof two_n);
-  } else {
-    const std::uint32_t bits = static_cast<std::uint32_t>(n + 127) << 23;
-    std::memcpy(&two_n, &bits, sizeof two_n);
-  }
-  return p * two_n;
-}
+// exp_nonpositive() is kernels/common/hd_math.h's (the CTC family uses it too).
+using ::d9m::exp_nonpositive;
 
 // Offsets of row i of head bh in a [.., seq, dim] tensor of `seq` rows.
 D9M_HD inline std::int64_t row_at(const Geometry& g, std::int64_t bh, std::int64_t seq, std::int64_t i) {

@@ -28,7 +28,7 @@ const std::set<std::string> kDesignOps = {
     // Issue 13: the remaining atomicAdd sources.
     "segment_sum", "segment_mean", "segment_prod", "segment_max", "bincount", "bincount_weighted",
     "sparse_dense_matmul", "dilation2d_bwd_input", "dilation2d_bwd_filter",
-    "resampler_grad_data", "resampler_grad_warp"};
+    "resampler_grad_data", "resampler_grad_warp", "ctc_loss_bwd"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
