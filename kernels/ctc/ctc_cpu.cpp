@@ -1,11 +1,14 @@
 // CPU variants of ctc_loss_bwd (ctc.h): the recursions per sequence, then the rows gathered in the
 // reference order (serial, ordered) or initialised and then added to with atomics (atomic).
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
+#include <thread>
 #include <vector>
 
 #include "kernels/common/accumulate.h"
 #include "kernels/common/op_helpers.h"
+#include "kernels/common/parallel.h"
 #include "kernels/common/thread_pool.h"
 #include "kernels/ctc/ctc.h"
 
@@ -14,15 +17,58 @@ namespace {
 
 enum class Collect { serial, atomic, ordered };
 
-// Runs fn(i) for i in [0, n): on one thread for the reference, on the pool otherwise. Every use
-// writes what index i owns, so the two give the same bits.
-template <class F>
-void for_each(const KernelArgs& a, bool one_thread, std::int64_t n, F&& fn) {
-  if (one_thread) {
-    for (std::int64_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  a.exec.pool->parallel_for(static_cast<std::size_t>(n), [&](std::size_t i) { fn(static_cast<std::int64_t>(i)); });
+// Waits for a flag that a task of a smaller index sets. The pool hands out tasks in increasing
+// index order, so that task is claimed and its thread makes progress: the wait ends.
+void wait_for(const std::atomic<bool>& flag) {
+  while (!flag.load(std::memory_order_acquire)) std::this_thread::yield();
+}
+
+// cpu.atomic in one parallel loop: the recursions (a task per sequence), the rows' base values (a
+// task per row, after its sequence's recursions) and the label terms (tasks of kAtomicGrain
+// (n, t, j) sources, j fastest, after their rows), each task waiting for the ones it reads. One loop
+// keeps both threads inside it when the terms come: a separate loop of a few milliseconds for the
+// terms is mostly over before a woken worker gets a core on a loaded machine, and then one thread
+// adds everything in source order.
+// A term task computes its terms, then adds them with atomic adds. On the GPU all of a target's
+// positions run at once, each thread walking t, so the threads of one class reach a row together
+// and contend; CPU tasks of positions walking t (PyTorch's decomposition) would reach a row at
+// times set by their offsets, far apart and mostly in one order. Tasks per step put the tasks that
+// share a row side by side, and the burst of adds after the exps makes two tasks' adds meet. The
+// terms of one output still come in ascending j among sources, as the reference adds them.
+template <class T>
+void run_atomic(const KernelArgs& a, const Inputs<T>& in, const Lattice<T>& lat) {
+  const Geometry& g = in.g;
+  T* out = a.out<T>();
+  const std::int64_t rows = g.time * g.batch, sources = rows * g.max_target;
+  const auto grain = static_cast<std::int64_t>(accumulate::kAtomicGrain);
+  const std::int64_t term_tasks = (sources + grain - 1) / grain;
+  std::vector<std::atomic<bool>> lattice_done(static_cast<std::size_t>(g.batch)), row_done(static_cast<std::size_t>(rows));
+  for_each_index(*a.exec.pool, false, g.batch + rows + term_tasks, [&](std::int64_t task) {
+    if (task < g.batch) {
+      sequence_lattice(in, lat, task);
+      lattice_done[static_cast<std::size_t>(task)].store(true, std::memory_order_release);
+      return;
+    }
+    if (task < g.batch + rows) {
+      const std::int64_t r = task - g.batch;
+      wait_for(lattice_done[static_cast<std::size_t>(r % g.batch)]);
+      init_row(in, lat, r % g.batch, r / g.batch, out);
+      row_done[static_cast<std::size_t>(r)].store(true, std::memory_order_release);
+      return;
+    }
+    T term[accumulate::kAtomicGrain];
+    std::int64_t target[accumulate::kAtomicGrain], count = 0;
+    const std::int64_t first = (task - g.batch - rows) * grain, end = std::min(sources, first + grain);
+    for (std::int64_t i = first; i < end; ++i) {
+      // Source i = (n T + t) S + j.
+      const std::int64_t j = i % g.max_target, t = i / g.max_target % g.time, n = i / (g.max_target * g.time);
+      if (j >= in.target_length(n) || t >= in.length(n)) continue;
+      wait_for(row_done[static_cast<std::size_t>(t * g.batch + n)]);
+      target[count] = in.at(t, n, in.label(n, j));
+      term[count++] = label_term(in, lat, n, t, j);
+    }
+    for (std::int64_t k = 0; k < count; ++k) accumulate::atomic_add(out + target[k], term[k]);
+  });
 }
 
 template <class T>
@@ -32,39 +78,11 @@ void run(const KernelArgs& a, Collect how) {
   const auto lattice_size = static_cast<std::size_t>(g.batch * g.time * g.states());
   std::vector<T> alpha(lattice_size), beta(lattice_size), nll(static_cast<std::size_t>(g.batch));
   const Lattice<T> lat{alpha.data(), beta.data(), nll.data()};
+  if (how == Collect::atomic) return run_atomic(a, in, lat);
   const bool one_thread = how == Collect::serial;
-  T* out = a.out<T>();
-  for_each(a, one_thread, g.batch, [&](std::int64_t n) { sequence_lattice(in, lat, n); });
-  const std::int64_t rows = g.time * g.batch;
-  if (how != Collect::atomic) {
-    for_each(a, one_thread, rows, [&](std::int64_t r) { gather_row(in, lat, r % g.batch, r / g.batch, out); });
-    return;
-  }
-  for_each(a, false, rows, [&](std::int64_t r) { init_row(in, lat, r % g.batch, r / g.batch, out); });
-  // The label terms, a source per (n, t, j) with j fastest, in tasks of kAtomicGrain sources that
-  // compute their terms, then add them with atomic adds. On the GPU all of a target's positions run
-  // at once, each thread walking t, so the threads of one class reach a row together and contend;
-  // CPU tasks of positions walking t (PyTorch's decomposition) would reach a row at times set by
-  // their offsets, far apart and mostly in one order. Tasks per step put the tasks that share a
-  // row side by side, and the burst of adds after the exps makes two tasks' adds meet. Measured on
-  // a 2-core VM under load: it races where many terms share an output (64 per output at C = 3,
-  // S = 128: ND in 12 to 14 of 20 trials); a trial spends most of its time in the recursions, so a
-  // config with few repeats per class may read D there. The terms of one output still come in
-  // ascending j among sources, as the reference adds them.
-  const std::int64_t sources = g.batch * g.time * g.max_target;
-  const std::int64_t tasks = (sources + accumulate::kAtomicGrain - 1) / accumulate::kAtomicGrain;
-  for_each(a, false, tasks, [&](std::int64_t task) {
-    T term[accumulate::kAtomicGrain];
-    std::int64_t target[accumulate::kAtomicGrain], count = 0;
-    const std::int64_t end = std::min(sources, (task + 1) * static_cast<std::int64_t>(accumulate::kAtomicGrain));
-    for (std::int64_t i = task * static_cast<std::int64_t>(accumulate::kAtomicGrain); i < end; ++i) {
-      const std::int64_t j = i % g.max_target, t = i / g.max_target % g.time, n = i / (g.max_target * g.time);
-      if (j >= in.target_length(n) || t >= in.length(n)) continue;
-      target[count] = in.at(t, n, in.label(n, j));
-      term[count++] = label_term(in, lat, n, t, j);
-    }
-    for (std::int64_t k = 0; k < count; ++k) accumulate::atomic_add(out + target[k], term[k]);
-  });
+  for_each_index(*a.exec.pool, one_thread, g.batch, [&](std::int64_t n) { sequence_lattice(in, lat, n); });
+  for_each_index(*a.exec.pool, one_thread, g.time * g.batch,
+                 [&](std::int64_t r) { gather_row(in, lat, r % g.batch, r / g.batch, a.out<T>()); });
 }
 
 // PyTorch's CTC runs in float and double only (OpDef::dtypes).

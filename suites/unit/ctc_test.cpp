@@ -2,9 +2,11 @@
 // it above 0), the gradient against central differences of an independent forward, and the fill's
 // promises (valid log-probabilities, feasible targets, repeats in random mode, none in exact mode).
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
+#include "kernels/common/accumulate.h"
 #include "kernels/common/hd_math.h"
 #include "kernels/ctc/ctc.h"
 #include "suites/unit/kernel_harness.h"
@@ -203,6 +205,76 @@ TEST(Ctc, FillsGiveFeasibleTargetsWithRepeatsOnlyInRandomMode) {
     }
   }
   EXPECT_GE(configs, 3);
+}
+
+// How far f32 arithmetic takes the gradient from the f64 one on the same inputs (the f32 inputs
+// converted exactly): the yardstick for implementations that round differently (cuDNN's, PyTorch's
+// libm exp and log). The recursions carry log-probabilities of whole prefixes (hundreds in
+// magnitude), and each occupancy exp(alpha + beta + nll - lp) cancels them back to O(1), so the
+// error grows with T.
+TEST(Ctc, FloatGradientIsNearTheDoubleOne) {
+  const Catalog cat = default_catalog(Registry::global());
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "ctc_loss_bwd" || cc.dtype != DType::f32) continue;
+    const auto in32 = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto wide = config("ctc_loss_bwd", cc.params_json, "f64");
+    std::vector<HostTensor> in64;
+    for (std::size_t i = 0; i < in32.size(); ++i) {
+      in64.emplace_back(wide.problem.inputs[i]);
+      const auto v = values(in32[i]);
+      for (std::size_t k = 0; k < v.size(); ++k) {
+        if (in64.back().desc().dtype == DType::f64) in64.back().as<double>()[k] = v[k];
+        else in64.back().as<std::int32_t>()[k] = static_cast<std::int32_t>(v[k]);
+      }
+    }
+    const auto g32 = values(run_variant("ctc_loss_bwd", "cpu.serial", cc.problem, in32));
+    const auto g64 = values(run_variant("ctc_loss_bwd", "cpu.serial", wide.problem, in64));
+    double worst = 0, max_ref = 0;
+    for (std::size_t i = 0; i < g32.size(); ++i) {
+      worst = std::max(worst, std::fabs(g32[i] - g64[i]));
+      max_ref = std::max(max_ref, std::fabs(g64[i]));
+    }
+    // Measured: 1.0e-5 (T = 64), 9.2e-5 (T = 256), 3.7e-4 (T = 300, varying lengths) with max|grad|
+    // 0.9 to 1.4. Two f32 implementations each this far from f64 stay within the GPU suite's
+    // rule for library variants, 1e-3 (1 + max|reference|) (suites/gpu/gpu_test.cpp), with room.
+    EXPECT_LE(worst, 2e-4 * (1 + max_ref)) << cc.name;
+    EXPECT_GT(worst, 0) << cc.name << ": f32 and f64 cannot agree to the bit on random inputs";
+  }
+}
+
+// cuda.atomic's enumerator (a source per (n, j) walking t, PyTorch's nonblank threads) runs only on
+// a GPU there; here, in source order on the host after init_row, it must give exactly the bits of
+// the rows gathered in ascending j (cpu.serial's): the same terms, to the same outputs.
+TEST(Ctc, PositionSourcesEmitTheRowsTerms) {
+  const Catalog cat = default_catalog(Registry::global());
+  int configs = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "ctc_loss_bwd") continue;
+    ++configs;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const auto& g = cc.problem.geom<ctc::Geometry>();
+    auto check = [&](auto tag) {
+      using T = decltype(tag);
+      const ctc::Inputs<T> in{g, inputs[0].as<T>(), inputs[1].as<std::int32_t>(), inputs[2].as<std::int32_t>(),
+                              inputs[3].as<std::int32_t>(), inputs[4].as<T>()};
+      std::vector<T> alpha(static_cast<std::size_t>(g.batch * g.time * g.states())), beta(alpha.size()),
+          nll(static_cast<std::size_t>(g.batch));
+      const ctc::Lattice<T> lat{alpha.data(), beta.data(), nll.data()};
+      for (std::int64_t n = 0; n < g.batch; ++n) ctc::sequence_lattice(in, lat, n);
+      const auto elements = static_cast<std::size_t>(g.time * g.batch * g.classes);
+      std::vector<T> by_rows(elements), by_positions(elements);
+      for (std::int64_t r = 0; r < g.time * g.batch; ++r) {
+        ctc::gather_row(in, lat, r % g.batch, r / g.batch, by_rows.data());
+        ctc::init_row(in, lat, r % g.batch, r / g.batch, by_positions.data());
+      }
+      const ctc::LabelTerms<T> terms{in, lat};
+      accumulate::serial(terms.sources(), by_positions.data(), terms);
+      EXPECT_EQ(std::memcmp(by_rows.data(), by_positions.data(), elements * sizeof(T)), 0) << cc.name;
+    };
+    if (cc.problem.dtype == DType::f64) check(double{});
+    else check(float{});
+  }
+  EXPECT_GE(configs, 4);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
@@ -85,6 +86,25 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_NE(Registry::global().find_variant("conv2d", "cudnn.engine" + std::to_string(k)), nullptr) << k;
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max"), nullptr);
   EXPECT_NE(Registry::global().find_variant("maxpool2d_bwd", "cudnn.max_deterministic"), nullptr);
+  // cuDNN's CTC loss, both cudnnCTCLossAlgo_t values, claims from its documentation; f64 and
+  // targets of 256 labels or more refused before any call.
+  for (const auto& [name, deterministic] : {std::pair{"cudnn.ctc_deterministic", true}, std::pair{"cudnn.ctc_nondeterministic", false}}) {
+    const VariantDef* v = Registry::global().find_variant("ctc_loss_bwd", name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->role, Role::vendor) << name;
+    EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc) << name;
+    EXPECT_EQ(v->claim.determinism, deterministic ? Determinism::deterministic : Determinism::nondeterministic) << name;
+    ASSERT_TRUE(v->unsupported && v->prepare) << name;
+    const auto ctc = [](const char* dtype, int labels) {
+      const nlohmann::json cat = {{"schema", "d9m.catalog/1"},
+                                  {"configs", {{{"op", "ctc_loss_bwd"}, {"name", "t"}, {"dtype", dtype},
+                                                {"params", {{"time", 2 * labels}, {"batch", 1}, {"classes", 4}, {"target_length", labels}}}}}}};
+      return parse_catalog(cat.dump(), "test", Registry::global()).configs.at(0).problem;
+    };
+    EXPECT_FALSE(v->unsupported(ctc("f32", 255)).has_value()) << name;
+    EXPECT_TRUE(v->unsupported(ctc("f32", 256)).has_value()) << name;
+    EXPECT_TRUE(v->unsupported(ctc("f64", 8)).has_value()) << name;
+  }
   for (const char* op : {"matmul", "matmul_batched"}) {
     for (const char* v : {"cublas.default", "cublas.multistream", "cublas.multistream_ws", "cublaslt.algo0", "cublaslt.algo7"})
       EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
