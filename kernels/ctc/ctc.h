@@ -64,9 +64,9 @@
 // Variants: the serial reference writes each (t, n) row (every class's base value, then the label
 // terms in ascending j) on one thread; cpu.ordered and cuda.ordered do the same with a task or a
 // thread per row (the small path's decomposition, the large path's arithmetic): cpu.serial's bits.
-// cpu.atomic and cuda.atomic initialise the rows, then add the label terms with atomics: from
-// tasks of 16 (n, t, j) positions (ctc_cpu.cpp says why per step), and from a thread per (n, j)
-// walking t in PyTorch's block shape.
+// cpu.atomic and cuda.atomic initialise the rows, then add the label terms with atomics: from a
+// task per (n, t, class, lane of alternate occurrences) (ctc_cpu.cpp says why), and from a thread
+// per (n, j) walking t in PyTorch's block shape.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -24,24 +24,40 @@ void wait_for(const std::atomic<bool>& flag) {
 }
 
 // cpu.atomic in one parallel loop: the recursions (a task per sequence), the rows' base values (a
-// task per row, after its sequence's recursions) and the label terms (tasks of kAtomicGrain
-// (n, t, j) sources, j fastest, after their rows), each task waiting for the ones it reads. One loop
-// keeps both threads inside it when the terms come: a separate loop of a few milliseconds for the
-// terms is mostly over before a woken worker gets a core on a loaded machine, and then one thread
-// adds everything in source order.
-// A term task computes its terms, then adds them with atomic adds. On the GPU all of a target's
-// positions run at once, each thread walking t, so the threads of one class reach a row together
-// and contend; CPU tasks of positions walking t (PyTorch's decomposition) would reach a row at
-// times set by their offsets, far apart and mostly in one order. Tasks per step put the tasks that
-// share a row side by side, and the burst of adds after the exps makes two tasks' adds meet. The
-// terms of one output still come in ascending j among sources, as the reference adds them.
+// task per row, after its sequence's recursions) and the label terms (after their rows), each
+// task waiting for the ones it reads. One loop keeps both threads inside it when the terms come:
+// a separate loop of a few milliseconds for the terms is mostly over before a woken worker gets a
+// core on a loaded machine, and then one thread adds everything.
+//
+// The terms: a task per (n, t, class c, lane), lane fastest, lane 0 taking the class's even
+// occurrences in the target and lane 1 its odd ones; each task computes its terms, then adds them
+// with atomic adds. On the GPU a target's positions run at once, each thread walking t, so the
+// threads of one class reach a row together and contend. Of a row's terms for a class only those
+// of the few positions the alignment can occupy at step t are large enough to move the sum, and
+// those are neighbouring occurrences: the lanes give neighbours to different tasks, run side by
+// side, that add into the same output in the same moment. (Tasks of consecutive positions keep
+// neighbours on one thread; a task per position walking t, as PyTorch's threads do, reaches each
+// row at a time set by the position's offset in the task order, so two threads add into it in a
+// mostly fixed order.) The terms of an output are not added in ascending j even on one thread:
+// this variant claims no bits.
 template <class T>
 void run_atomic(const KernelArgs& a, const Inputs<T>& in, const Lattice<T>& lat) {
   const Geometry& g = in.g;
   T* out = a.out<T>();
-  const std::int64_t rows = g.time * g.batch, sources = rows * g.max_target;
-  const auto grain = static_cast<std::int64_t>(accumulate::kAtomicGrain);
-  const std::int64_t term_tasks = (sources + grain - 1) / grain;
+  const std::int64_t rows = g.time * g.batch, labels = g.classes - 1;
+  const std::int64_t term_tasks = g.batch * g.time * labels * 2;
+  // Each target's positions grouped by class, ascending within a class (a counting sort):
+  // positions[n S + begin[n C + c] ...] for class c.
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(g.batch * (g.classes + 1)), 0);
+  std::vector<std::int64_t> positions(static_cast<std::size_t>(g.batch * g.max_target));
+  for (std::int64_t n = 0; n < g.batch; ++n) {
+    std::int64_t* b = begin.data() + n * (g.classes + 1);
+    for (std::int64_t j = 0; j < in.target_length(n); ++j) ++b[in.label(n, j) + 1];
+    for (std::int64_t c = 0; c < g.classes; ++c) b[c + 1] += b[c];
+    std::vector<std::int64_t> next(b, b + g.classes);
+    for (std::int64_t j = 0; j < in.target_length(n); ++j)
+      positions[static_cast<std::size_t>(n * g.max_target + next[static_cast<std::size_t>(in.label(n, j))]++)] = j;
+  }
   std::vector<std::atomic<bool>> lattice_done(static_cast<std::size_t>(g.batch)), row_done(static_cast<std::size_t>(rows));
   for_each_index(*a.exec.pool, false, g.batch + rows + term_tasks, [&](std::int64_t task) {
     if (task < g.batch) {
@@ -56,18 +72,18 @@ void run_atomic(const KernelArgs& a, const Inputs<T>& in, const Lattice<T>& lat)
       row_done[static_cast<std::size_t>(r)].store(true, std::memory_order_release);
       return;
     }
-    T term[accumulate::kAtomicGrain];
-    std::int64_t target[accumulate::kAtomicGrain], count = 0;
-    const std::int64_t first = (task - g.batch - rows) * grain, end = std::min(sources, first + grain);
-    for (std::int64_t i = first; i < end; ++i) {
-      // Source i = (n T + t) S + j.
-      const std::int64_t j = i % g.max_target, t = i / g.max_target % g.time, n = i / (g.max_target * g.time);
-      if (j >= in.target_length(n) || t >= in.length(n)) continue;
-      wait_for(row_done[static_cast<std::size_t>(t * g.batch + n)]);
-      target[count] = in.at(t, n, in.label(n, j));
-      term[count++] = label_term(in, lat, n, t, j);
-    }
-    for (std::int64_t k = 0; k < count; ++k) accumulate::atomic_add(out + target[k], term[k]);
+    const std::int64_t k = task - g.batch - rows, lane = k % 2, c = 1 + k / 2 % labels, t = k / (2 * labels) % g.time,
+                       n = k / (2 * labels * g.time);
+    if (t >= in.length(n)) return;
+    const std::int64_t* b = begin.data() + n * (g.classes + 1);
+    if (b[c] + lane >= b[c + 1]) return;
+    wait_for(row_done[static_cast<std::size_t>(t * g.batch + n)]);
+    thread_local std::vector<T> terms;
+    terms.clear();
+    for (std::int64_t i = b[c] + lane; i < b[c + 1]; i += 2)
+      terms.push_back(label_term(in, lat, n, t, positions[static_cast<std::size_t>(n * g.max_target + i)]));
+    T* target = out + in.at(t, n, c);
+    for (const T& term : terms) accumulate::atomic_add(target, term);
   });
 }
 
@@ -99,8 +115,8 @@ std::vector<VariantDef> variants() {
            .run = [](const KernelArgs& a) { dispatch(a, Collect::serial); }},
           {.op = op, .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
            .claim = op::nondeterministic("the label terms of a class that recurs in a target added with atomic adds from worker "
-                                         "threads in scheduler order, tasks of 16 positions at one step (PyTorch's nonblank "
-                                         "collection kernel adds them with atomicAdd)"),
+                                         "threads in scheduler order, alternate occurrences of a class at one step side by side "
+                                         "(PyTorch's nonblank collection kernel adds them with atomicAdd)"),
            .run = [](const KernelArgs& a) { dispatch(a, Collect::atomic); }},
           {.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
            .claim = op::deterministic("one task per sequence for the recursions, then one task per (t, n) row adding its label "

@@ -51,9 +51,11 @@ void log_softmax_row(const double* z, std::int64_t classes, float* out) {
 // Inputs, in argument order log_probs, targets, input_lengths, target_lengths, grad_out (each
 // input's own generator stream; lengths and labels of a sequence depend on that sequence's draws
 // only, so a sub-batch cut from the batch is a valid batch).
-//   random: logits in [-4, 4) on the 2^-21 grid, log_probs their log_softmax; labels uniform in
-//           [1, C), so a class recurs at several positions of a target once S reaches C - 1 (the
-//           collisions of the atomic collection); grad_out in [0.5, 1.5).
+//   random: logits in [-1, 1) on the 2^-23 grid (an untrained model's outputs, whose broad
+//           alignment posteriors give each output several terms that move its sum), log_probs
+//           their log_softmax; labels uniform in [1, C), so a class recurs at several positions of
+//           a target once S reaches C - 1 (the collisions of the atomic collection); grad_out in
+//           [0.5, 1.5).
 //   exact:  there is no order-free arithmetic in log space, so exact mode removes the race
 //           instead: the labels of a target are distinct (a cyclic run of classes from a random
 //           start, the target cut to C - 1 labels), so no output receives two label terms and every
@@ -97,7 +99,7 @@ void fill(const Problem& p, FillMode mode, std::vector<FillTarget>& in) {
     for (std::int64_t c = 0; c < g.classes; ++c) {
       const auto i = static_cast<std::uint64_t>(r * g.classes + c);
       z[static_cast<std::size_t>(c)] = exact ? static_cast<double>(static_cast<std::int32_t>(logit_rng.below(i, 9)) - 4)
-                                             : 4.0 * logit_rng.unit_symmetric(i);
+                                             : logit_rng.unit_symmetric(i);
     }
     log_softmax_row(z.data(), g.classes, lp + r * g.classes);
   }
