@@ -9,7 +9,9 @@
 // 2-D targets form). Sequence n uses time steps t < L = input_lengths[n] and the labels
 // l_0 .. l_{U-1}, U = target_lengths[n] >= 1, extended to l' = (0, l_0, 0, l_1, ..., 0, l_{U-1}, 0)
 // (positions s in [0, 2U], s odd the labels). reduction='none': loss_n = -log p(l | x_n), and
-// grad_out[n] is the upstream gradient of loss_n (all ones for a plain sum of the losses).
+// grad_out[n] is the upstream gradient of loss_n (all ones for a plain sum of the losses). The
+// fill's targets always fit their inputs (nll finite), so zero_infinity changes nothing; targets
+// are int32 (PyTorch takes int32 or int64, cuDNN int32).
 //
 // What the output is: PyTorch's backward returns, for t < L,
 //   grad[t,n,c] = (exp(lp[t,n,c]) - gamma_t(c)) grad_out[n],
