@@ -7,27 +7,17 @@
 #include "kernels/attention/attention.h"
 #include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
+#include "kernels/common/parallel.h"
 #include "kernels/common/thread_pool.h"
 
 namespace d9m::attention {
 namespace {
 
-// Runs fn(index) for index in [0, n): on one thread for the reference, on the pool otherwise.
-// Every use writes outputs owned by one index, so the two give the same bits.
-template <class F>
-void for_each(const KernelArgs& a, bool serial, std::int64_t n, F&& fn) {
-  if (serial) {
-    for (std::int64_t x = 0; x < n; ++x) fn(x);
-    return;
-  }
-  a.exec.pool->parallel_for(static_cast<std::size_t>(n), [&](std::size_t x) { fn(static_cast<std::int64_t>(x)); });
-}
-
 // Rows are independent: on worker threads they give the serial bits (nothing is split).
 template <class T>
 void forward(const KernelArgs& a, bool serial) {
   const auto& g = a.problem.geom<Geometry>();
-  for_each(a, serial, g.rows(), [&](std::int64_t r) {
+  for_each_index(*a.exec.pool, serial, g.rows(), [&](std::int64_t r) {
     std::vector<Acc<T>> acc(static_cast<std::size_t>(g.dim));
     forward_row(g, a.in<T>(0), a.in<T>(1), a.in<T>(2), r / g.seq_q, r % g.seq_q, acc.data(), a.out<T>() + r * g.dim);
   });
@@ -47,7 +37,7 @@ void backward(const KernelArgs& a, DqSum how) {
   std::vector<RowStats<A>> stats(static_cast<std::size_t>(g.rows()));
   std::vector<A> deltas(static_cast<std::size_t>(g.rows()));
   std::vector<T> o(static_cast<std::size_t>(g.rows() * g.dim));
-  for_each(a, one_thread, g.rows(), [&](std::int64_t r) {
+  for_each_index(*a.exec.pool, one_thread, g.rows(), [&](std::int64_t r) {
     std::vector<A> acc(static_cast<std::size_t>(g.dim));
     T* o_row = o.data() + r * g.dim;
     stats[static_cast<std::size_t>(r)] = forward_row(g, q, k, v, r / g.seq_q, r % g.seq_q, acc.data(), o_row);
@@ -56,7 +46,7 @@ void backward(const KernelArgs& a, DqSum how) {
 
   // P and dS of every unmasked pair.
   std::vector<A> p(static_cast<std::size_t>(g.rows() * g.seq_kv)), ds(p.size());
-  for_each(a, one_thread, g.rows(), [&](std::int64_t r) {
+  for_each_index(*a.exec.pool, one_thread, g.rows(), [&](std::int64_t r) {
     const std::int64_t bh = r / g.seq_q, i = r % g.seq_q;
     for (std::int64_t j = 0; j < g.keys_for(i); ++j) {
       const std::int64_t at = pair_at(g, bh, i, j);
@@ -66,7 +56,7 @@ void backward(const KernelArgs& a, DqSum how) {
   });
 
   // dK and dV, one key at a time.
-  for_each(a, one_thread, g.key_rows(), [&](std::int64_t r) {
+  for_each_index(*a.exec.pool, one_thread, g.key_rows(), [&](std::int64_t r) {
     for (std::int64_t d = 0; d < g.dim; ++d) key_grads(g, p.data(), ds.data(), q, d_out, r / g.seq_kv, r % g.seq_kv, d, out);
   });
 

@@ -6,7 +6,8 @@
 // kernel that used them could claim only its own determinism, not another implementation's bits.
 //
 //   exp_nonpositive(x)  e^x for x <= 0 (softmax after subtracting the row maximum)
-//   log_positive(x)     ln x for a positive normal x (the log of a softmax denominator, >= 1)
+//   log_positive(x)     ln x for x >= 0 (the log of a softmax denominator or of a CTC occupancy sum)
+//   negative_infinity() -inf of float or double, from its bits
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -16,9 +17,26 @@
 
 namespace d9m {
 
+// -infinity of A (float or double), from its bits.
+template <class A>
+D9M_HD inline A negative_infinity() {
+  static_assert(std::is_same_v<A, float> || std::is_same_v<A, double>);
+  A v;
+  if constexpr (std::is_same_v<A, double>) {
+    const std::uint64_t bits = 0xfff0000000000000ull;
+    std::memcpy(&v, &bits, sizeof v);
+  } else {
+    const std::uint32_t bits = 0xff800000u;
+    std::memcpy(&v, &bits, sizeof v);
+  }
+  return v;
+}
+
 // e^x for x <= 0, from + - * and an exponent built from bits: a Cody-Waite reduction
 // x = n ln2 + r, |r| <= ln2/2, then Taylor's series to degree 7 (f32: truncation < 1e-8 relative)
-// or 13 (f64: < 1e-17), then the product with 2^n. Results below the normal range are 0.
+// or 13 (f64: < 1e-17), then the product with 2^n. Results below the normal range are 0, and
+// -inf gives 0. The same holds for 0 < x <= ln2/2 (there n = 0 and r = x): the CTC family's
+// occupancy logarithms are <= 0 but for rounding, which may leave them a few units above.
 template <class A>
 D9M_HD inline A exp_nonpositive(A x) {
   static_assert(std::is_same_v<A, float> || std::is_same_v<A, double>);
@@ -58,56 +76,60 @@ D9M_HD inline A exp_nonpositive(A x) {
   return p * two_n;
 }
 
-// ln x for a positive normal x (zero, subnormals, infinities and NaN are not reached: the callers
-// take the log of a sum of exponentials that includes e^0 = 1), in fdlibm's e_log.c arrangement:
-// x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)) from the bits (exact, f = m - 1 exact too);
-// s = f / (2 + f), z = s^2 <= 0.0295; ln(1 + f) = f - (hfsq - s (hfsq + R)) with hfsq = f^2 / 2
-// and R = 2z/3 + 2z^2/5 + ..., Taylor's series to z^4 in f32 (truncation < 2e-9 of the result)
-// and z^10 in f64 (< 1e-18); then ln x = e ln2_hi - ((hfsq - (s (hfsq + R) + e ln2_lo)) - f),
-// e ln2_hi exact (ln2_hi has 15 significant bits in f32, 32 in f64, and |e| < 2^11). Within 1
-// ulp (0.81 measured over [2^-20, 2^40], suites/unit/elementary_test.cpp); ln 1 is exactly 0.
+// log(x) for x >= 0 finite (log 0 = -inf; subnormal x is scaled into the normal range first),
+// fdlibm's reduction written afresh: x = 2^k m with m in [sqrt(1/2), sqrt(2)) taken from the
+// bits, u = m - 1 (exact: Sterbenz), s = u / (2 + u), so that log(1 + u) = 2 atanh(s) = 2s + s R
+// with R = z (2/3 + 2/5 z + 2/7 z^2 + ...), z = s^2 <= 0.0295; the series stops at 2/11 z^4 for f32
+// (truncation < 3e-9 relative) and 2/21 z^9 for f64 (< 3e-17). Written as fdlibm does,
+// log(1 + u) = u - (u^2/2 - s (u^2/2 + R)), whose leading term u is exact, and
+// log x = k ln2_hi + (log(1 + u) + k ln2_lo) with k ln2_hi exact. Within 1 ulp of the true
+// logarithm on the tested ranges (0.83 measured, suites/unit/elementary_test.cpp). Negative x,
+// NaN and +inf are never passed (the callers take logs of sums of exponentials: a softmax
+// denominator is at least 1, a CTC occupancy sum 0 or positive).
 template <class A>
 D9M_HD inline A log_positive(A x) {
   static_assert(std::is_same_v<A, float> || std::is_same_v<A, double>);
   constexpr bool wide = std::is_same_v<A, double>;
+  using Bits = std::conditional_t<wide, std::uint64_t, std::uint32_t>;
+  constexpr int kMantissa = wide ? 52 : 23;
+  constexpr int kBias = wide ? 1023 : 127;
+  constexpr Bits kMantissaMask = (Bits{1} << kMantissa) - 1;
+  if (x == A(0)) return negative_infinity<A>();
+  int k = 0;
+  Bits bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits >> kMantissa) == 0) {  // subnormal: times 2^(kMantissa + 2), exactly
+    x = x * (wide ? A(0x1p54) : A(0x1p25f));
+    k = -(kMantissa + 2);
+    std::memcpy(&bits, &x, sizeof bits);
+  }
+  k += static_cast<int>(bits >> kMantissa) - kBias;
+  const Bits m_bits = (bits & kMantissaMask) | (static_cast<Bits>(kBias) << kMantissa);
+  A m;
+  std::memcpy(&m, &m_bits, sizeof m);  // in [1, 2)
+  if (m > A(1.4142135623730951)) {
+    m = m * A(0.5);  // exact
+    ++k;
+  }
   const A ln2_hi = wide ? A(6.93147180369123816490e-01) : A(0.693145751953125);
   const A ln2_lo = wide ? A(1.90821492927058770002e-10) : A(1.428606765330187045e-06);
-  int e;
-  A m;
-  if constexpr (wide) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    e = static_cast<int>((bits >> 52) & 0x7ffu) - 1023;
-    bits = (bits & 0x000fffffffffffffull) | (std::uint64_t{1023} << 52);  // m in [1, 2)
-    std::memcpy(&m, &bits, sizeof m);
-  } else {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x, sizeof bits);
-    e = static_cast<int>((bits >> 23) & 0xffu) - 127;
-    bits = (bits & 0x007fffffu) | (127u << 23);
-    std::memcpy(&m, &bits, sizeof m);
-  }
-  if (m > A(1.4142135623730950488)) {  // into [sqrt(1/2), sqrt(2)]: halving is exact
-    m = m * A(0.5);
-    ++e;
-  }
-  const A f = m - A(1);  // exact (Sterbenz)
-  const A s = f / (A(2) + f);
+  const A u = m - A(1);
+  const A s = u / (A(2) + u);
   const A z = s * s;
-  A r;
+  A p;
   if constexpr (wide) {
-    r = A(2.0 / 21.0);
+    p = A(2.0 / 21.0);
     const A c[] = {2.0 / 19.0, 2.0 / 17.0, 2.0 / 15.0, 2.0 / 13.0, 2.0 / 11.0, 2.0 / 9.0, 2.0 / 7.0, 2.0 / 5.0, 2.0 / 3.0};
-    for (A ck : c) r = r * z + ck;
+    for (A ck : c) p = p * z + ck;
   } else {
-    r = A(2.0 / 9.0);
-    const A c[] = {A(2.0 / 7.0), A(2.0 / 5.0), A(2.0 / 3.0)};
-    for (A ck : c) r = r * z + ck;
+    p = A(2.0 / 11.0);
+    const A c[] = {A(2.0 / 9.0), A(2.0 / 7.0), A(2.0 / 5.0), A(2.0 / 3.0)};
+    for (A ck : c) p = p * z + ck;
   }
-  r = r * z;
-  const A hfsq = A(0.5) * f * f;
-  const A fe = static_cast<A>(e);
-  return fe * ln2_hi - ((hfsq - (s * (hfsq + r) + fe * ln2_lo)) - f);
+  const A r = z * p;
+  const A half_u2 = A(0.5) * u * u;
+  const A fk = static_cast<A>(k);
+  return fk * ln2_hi + (u - (half_u2 - (s * (half_u2 + r) + fk * ln2_lo)));
 }
 
 }  // namespace d9m

@@ -183,6 +183,34 @@ bool ties_between_maxima(const CatalogConfig& cc) {
   return cc.op->name == "max_pool3d_bwd" && cc.problem.geom<pool::Pool3d>().levels > 0;
 }
 
+// cpu.serial's output of a config as doubles, and its largest magnitude.
+struct Reference {
+  std::vector<double> values;
+  double max_abs = 0;
+};
+
+Reference serial_reference(const CatalogConfig& cc, const std::vector<HostTensor>& inputs) {
+  Reference r;
+  r.values = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
+  for (double x : r.values) r.max_abs = std::max(r.max_abs, std::fabs(x));
+  return r;
+}
+
+// A library variant's calls against the reference: within allowed(), and how many distinct
+// digests its calls gave (printed with the worst difference).
+std::size_t check_library_calls(const std::string& what, const CatalogConfig& cc, const VariantDef& v, const CaseOutcome& out,
+                                const Reference& ref) {
+  const auto o = test::values(*out.first_output);
+  double worst = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - ref.values[i]));
+  EXPECT_LE(worst, allowed(*cc.op, cc.problem, v, ref.max_abs)) << what;
+  std::set<std::string> digests;
+  for (const auto& t : out.trials) digests.insert(t.digest);
+  std::cout << what << ": " << digests.size() << " distinct digest(s) in " << out.trials.size() << " calls, worst |diff| " << worst
+            << "\n";
+  return digests.size();
+}
+
 TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementationClaims) {
   D9M_REQUIRE_GPU();
   const Catalog cat = default_catalog(Registry::global());
@@ -315,6 +343,44 @@ TEST(CusparseVariants, DocumentedDeterministicPathsRepeatAndAllMatchTheReference
   }
   EXPECT_GT(ran, 0);
   EXPECT_GT(deterministic, 0) << "no documented deterministic cuSPARSE path ran on any config";
+}
+
+// cuDNN's CTC loss (issue 13): both cudnnCTCLossAlgo_t values on every ctc_loss_bwd config of the
+// default catalogue, 50 calls each. Each that runs is within the library rule of cpu.serial (the
+// f32 rounding of the log-space recursions: suites/unit/ctc_test.cpp measures d9m's own against
+// f64), the documented deterministic one gives one digest in all 50, and a refusal is f64 (float
+// only) or carries cuDNN's status.
+TEST(CudnnCtc, DeterministicAlgorithmRepeatsAndBothMatchTheReference) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  int ran = 0;
+  for (const auto& cc : cat.configs) {
+    if (cc.op->name != "ctc_loss_bwd") continue;
+    const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+    const Reference ref = serial_reference(cc, inputs);
+    for (const char* name : {"cudnn.ctc_deterministic", "cudnn.ctc_nondeterministic"}) {
+      const VariantDef& v = *Registry::global().find_variant(cc.op->name, name);
+      const std::string what = cc.name + "/" + name;
+      if (const auto why = v.unsupported(cc.problem)) {
+        EXPECT_EQ(cc.problem.dtype, DType::f64) << what << ": " << *why;
+        continue;
+      }
+      CaseOutcome out;
+      try {
+        out = run_case(v, cc.problem, inputs, 50);
+      } catch (const Unsupported& e) {
+        std::cout << what << ": UNSUPPORTED: " << e.what() << "\n";
+        EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_"), std::string::npos) << what << ": " << e.what();
+        continue;
+      }
+      const std::size_t distinct = check_library_calls(what, cc, v, out, ref);
+      if (v.claim.determinism == Determinism::deterministic) {
+        EXPECT_EQ(distinct, 1u) << what << " is documented deterministic";
+      }
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 0) << "cuDNN's CTC loss ran on no config";
 }
 
 TEST(CudaVariants, AgreeBitForBitOnExactInputs) {
@@ -678,9 +744,7 @@ TEST(AttentionCudnn, FusedAttentionRunsEveryHalfConfigAndRefusesF32) {
   for (const auto& cc : cat.configs) {
     if (cc.op->family != "attention") continue;
     const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
-    const auto r = test::values(*run_case(*Registry::global().find_variant(cc.op->name, "cpu.serial"), cc.problem, inputs, 1).first_output);
-    double max_ref = 0;
-    for (double x : r) max_ref = std::max(max_ref, std::fabs(x));
+    const Reference ref = serial_reference(cc, inputs);
     for (const auto* v : Registry::global().variants_of(cc.op->name)) {
       if (v->name.rfind("cudnn.", 0) != 0) continue;
       const std::string what = cc.op->name + "/" + cc.name + "/" + v->name;
@@ -692,13 +756,7 @@ TEST(AttentionCudnn, FusedAttentionRunsEveryHalfConfigAndRefusesF32) {
         continue;
       }
       const auto out = run_case(*v, cc.problem, inputs, 20);  // Unsupported here fails the test
-      const auto o = test::values(*out.first_output);
-      double worst = 0;
-      for (std::size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - r[i]));
-      EXPECT_LE(worst, allowed(*cc.op, cc.problem, *v, max_ref)) << what;
-      std::set<std::string> digests;
-      for (const auto& t : out.trials) digests.insert(t.digest);
-      std::cout << what << ": " << digests.size() << " distinct digest(s) in 20 calls, worst |diff| " << worst << "\n";
+      check_library_calls(what, cc, *v, out, ref);
       ++ran;
     }
   }

@@ -228,6 +228,14 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"depthwise_conv2d_bwd_data", {{"n", 2}, {"h", 11}, {"w", 10}, {"c", 3}, {"kh", 5}, {"kw", 3}, {"stride_h", 2}, {"dilation_w", 2}, {"padding", "VALID"}}},
     {"depthwise_conv2d_bwd_filter", {{"n", 2}, {"h", 11}, {"w", 11}, {"c", 4}, {"multiplier", 2}, {"kh", 3}, {"kw", 3}}},
     {"depthwise_conv2d_bwd_filter", {{"n", 2}, {"h", 12}, {"w", 12}, {"c", 2}, {"multiplier", 3}, {"kh", 3}, {"kw", 3}, {"stride_h", 2}, {"stride_w", 2}, {"dilation_h", 2}}},
+    // Log-space arithmetic has no exact inputs: every state is a logarithm of a sum of exps. What
+    // this test asks of every op is that its variants differ in the order of additions only, so
+    // ctc_loss_bwd's exact fill takes the race away instead (kernels/ctc/ctc_ops.cpp): the labels of
+    // a target are distinct, so each output receives its base value and at most one label term,
+    // and every variant must give the same bits, recursions and terms included. 32 labels of 39
+    // classes, 64 steps.
+    {"ctc_loss_bwd", {{"time", 64}, {"batch", 3}, {"classes", 40}, {"target_length", 32}}},
+    {"ctc_loss_bwd", {{"time", 80}, {"batch", 4}, {"classes", 9}, {"target_length", 20}, {"lengths", "varying"}}},
     // 8192 values into 16 bins: about 450 adds per bin.
     {"bincount", {{"n", 8192}, {"bins", 16}}},
     {"bincount_weighted", {{"n", 8192}, {"bins", 16}}},

@@ -312,6 +312,8 @@ TEST(Examples, PaddingGradsFollowLeftRightTopBottom) {
   ramp.resize(12);
   cc = config("replication_pad2d_bwd", {{"n", 1}, {"c", 1}, {"h", 2}, {"w", 2}, {"pad_left", 2}, {"pad_right", 0}, {"pad_top", 1}, {"pad_bottom", 0}});
   expect_all_variants("replication_pad2d_bwd", cc, inputs_from(cc.problem, {ramp}), {18, 10, 27, 11});
+}
+
 TEST(Examples, AdaptiveAvgPoolGrad) {
   // One row of 5 into 3 adaptive windows: start floor(5o / 3) = 0, 1, 3, end ceil(5(o + 1) / 3) =
   // 2, 4, 5, so [0, 2), [1, 4), [3, 5), overlapping (3 does not divide 5). Gradients 2, 6, 4 over
@@ -465,6 +467,8 @@ TEST(Examples, MaxPoolFillsIndexTheFirstMaximumAtEveryPrecision) {
         }
     EXPECT_GT(ties, 6 * 12 / 2);
   }
+}
+
 TEST(Examples, DepthwiseGradientsPinTheChannelOrder) {
   // One row of 3 pixels, C = 2, M = 2, a 1x2 filter, VALID: 2 output positions, output channel
   // k = c*M + m. filter[0][kw][c][m] = 1..8, out_backprop[ow][k] = [1, 10, 100, 1000] and
@@ -725,6 +729,41 @@ TEST(Examples, EmbeddingBagAddsEachRowInPartialsOfTen) {
   const auto in = inputs_from(cc.problem, {std::vector<double>(20, 0.0), offsets, grads});
   for (const char* v : {"cpu.serial", "cpu.ordered"})
     EXPECT_EQ(values(run_variant("embedding_bag_bwd", v, cc.problem, in)), std::vector<double>{16777226}) << v;
+}
+
+TEST(Examples, CtcLossGradient) {
+  // Two sequences, T = 3, C = 3 (blank 0), log_probs = log y, grad[t, n, c] = (y - gamma) grad_out
+  // (PyTorch's backward: the gradient in the logits of log_softmax), 0 for t >= input_length.
+  //
+  // n = 0: target "1 1", 3 steps, grad_out 1. y_0 = (1/4, 1/2, 1/4), y_1 = (1/2, 1/4, 1/4),
+  //   y_2 = y_0. A repeated label needs a blank between, so the one alignment is (1, 0, 1):
+  //   p = 1/2 * 1/2 * 1/2 = 1/8 and gamma is one-hot on it; grad = y - onehot:
+  //   t0 (1/4, -1/2, 1/4), t1 (-1/2, 1/4, 1/4), t2 (1/4, -1/2, 1/4). Were the blank skippable
+  //   between equal labels, (1, 1, 1) would add 1/2 * 1/4 * 1/2 = 1/16 and move every gamma. Both
+  //   label positions are class 1: grad[t, 0, 1] collects two terms, one of them 0 at each step.
+  // n = 1: target "2" (padded with 0), 2 steps of 3, grad_out 1/2. y_0 = (1/2, 1/4, 1/4),
+  //   y_1 = (1/4, 1/4, 1/2), y_2 = y_1 (past the input: its gradient is 0). Alignments (2, 2),
+  //   (0, 2), (2, 0): 1/8 + 1/4 + 1/16 = 7/16. gamma_0 = (4/7, 0, 3/7), gamma_1 = (1/7, 0, 6/7):
+  //   grad t0 = 1/2 (1/2 - 4/7, 1/4, 1/4 - 3/7) = (-1/28, 1/8, -5/56),
+  //   grad t1 = 1/2 (1/4 - 1/7, 1/4, 1/2 - 6/7) = (3/56, 1/8, -5/28), t2 = 0.
+  const auto cc = config("ctc_loss_bwd", {{"time", 3}, {"batch", 2}, {"classes", 3}, {"target_length", 2}});
+  const std::vector<std::vector<double>> y = {{0.25, 0.5, 0.25}, {0.5, 0.25, 0.25},   // t0: n0, n1
+                                              {0.5, 0.25, 0.25}, {0.25, 0.25, 0.5},   // t1
+                                              {0.25, 0.5, 0.25}, {0.25, 0.25, 0.5}};  // t2
+  std::vector<double> log_probs;
+  for (const auto& row : y)
+    for (double v : row) log_probs.push_back(std::log(v));
+  const auto in = inputs_from(cc.problem, {log_probs, {1, 1, 2, 0}, {3, 2}, {2, 1}, {1, 0.5}});
+  const std::vector<double> want = {0.25, -0.5, 0.25,  -1.0 / 28, 1.0 / 8, -5.0 / 56,   // t0
+                                    -0.5, 0.25, 0.25,  3.0 / 56, 1.0 / 8, -5.0 / 28,    // t1
+                                    0.25, -0.5, 0.25,  0, 0, 0};                        // t2
+  for (const auto* v : Registry::global().variants_of("ctc_loss_bwd")) {
+    if (v->backend != Backend::cpu) continue;
+    const auto got = values(run_variant("ctc_loss_bwd", v->name, cc.problem, in));
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << v->name << " at " << i;
+    for (std::size_t i = 15; i < 18; ++i) EXPECT_EQ(got[i], 0.0) << v->name << ": past the input, exactly 0";
+  }
 }
 
 TEST(Examples, SparseTensorDenseMatMulAdjoints) {

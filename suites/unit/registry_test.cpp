@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
@@ -33,7 +34,7 @@ const std::set<std::string> kDesignOps = {
     // still raise in deterministic mode.
     "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd",
     "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd",
-    "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy"};
+    "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy", "ctc_loss_bwd"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant.
@@ -114,6 +115,25 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
   EXPECT_EQ(Registry::global().find_variant("max_pool3d_bwd", "cudnn.max_deterministic")->claim.determinism, Determinism::deterministic);
   for (const char* op : {"adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd"})
     EXPECT_EQ(Registry::global().find_variant(op, "cuda.ordered")->bit_equal_to, "cpu.serial") << op;
+  // cuDNN's CTC loss, both cudnnCTCLossAlgo_t values, claims from its documentation; f64 and
+  // targets of 256 labels or more refused before any call.
+  for (const auto& [name, deterministic] : {std::pair{"cudnn.ctc_deterministic", true}, std::pair{"cudnn.ctc_nondeterministic", false}}) {
+    const VariantDef* v = Registry::global().find_variant("ctc_loss_bwd", name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->role, Role::vendor) << name;
+    EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc) << name;
+    EXPECT_EQ(v->claim.determinism, deterministic ? Determinism::deterministic : Determinism::nondeterministic) << name;
+    ASSERT_TRUE(v->unsupported && v->prepare) << name;
+    const auto ctc = [](const char* dtype, int labels) {
+      const nlohmann::json cat = {{"schema", "d9m.catalog/1"},
+                                  {"configs", {{{"op", "ctc_loss_bwd"}, {"name", "t"}, {"dtype", dtype},
+                                                {"params", {{"time", 2 * labels}, {"batch", 1}, {"classes", 4}, {"target_length", labels}}}}}}};
+      return parse_catalog(cat.dump(), "test", Registry::global()).configs.at(0).problem;
+    };
+    EXPECT_FALSE(v->unsupported(ctc("f32", 255)).has_value()) << name;
+    EXPECT_TRUE(v->unsupported(ctc("f32", 256)).has_value()) << name;
+    EXPECT_TRUE(v->unsupported(ctc("f64", 8)).has_value()) << name;
+  }
   for (const char* op : {"matmul", "matmul_batched"}) {
     for (const char* v : {"cublas.default", "cublas.multistream", "cublas.multistream_ws", "cublaslt.algo0", "cublaslt.algo7"})
       EXPECT_EQ(Registry::global().find_variant(op, v)->role, Role::vendor) << op << "/" << v;
