@@ -38,6 +38,10 @@ struct ParamSpec {
   std::int64_t min = 1;                     // integers: smallest accepted value (the largest is kMaxIntegerParam)
   std::vector<std::string> choices;         // choice: accepted spellings
   std::string doc;
+  // A parameter added to an op after configs of it were stored: while it has its default value it
+  // is left out of the canonical parameters (and so of the config's id and its cases'), so those
+  // configs keep the ids their evidence is filed under.
+  bool added_later = false;
 };
 
 // Parameters of one config after validation against the op's ParamSpecs: every spec has a

@@ -190,7 +190,7 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
         v.fail(path + ".params", "missing required parameter \"" + spec.name + "\" (" + spec.doc + ")");
       }
       cc.params.set(spec.name, value);
-      cc.params_json[spec.name] = to_json(value);
+      if (!(spec.added_later && spec.default_value && value == *spec.default_value)) cc.params_json[spec.name] = to_json(value);
     }
 
     // The precision: a float dtype the op supports and one of its math modes, both defaulted.

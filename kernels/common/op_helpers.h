@@ -15,6 +15,11 @@ inline ParamSpec integer(std::string name, std::string doc, std::int64_t min = 1
 inline ParamSpec integer_or(std::string name, std::int64_t dflt, std::string doc, std::int64_t min = 1) {
   return {std::move(name), ParamKind::integer, ParamValue{dflt}, min, {}, std::move(doc)};
 }
+// A parameter added to an existing op (ParamSpec::added_later).
+inline ParamSpec added_later(ParamSpec spec) {
+  spec.added_later = true;
+  return spec;
+}
 inline ParamSpec boolean_or(std::string name, bool dflt, std::string doc) {
   return {std::move(name), ParamKind::boolean, ParamValue{dflt}, 0, {}, std::move(doc)};
 }

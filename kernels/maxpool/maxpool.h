@@ -21,6 +21,7 @@ namespace d9m::maxpool {
 struct Geometry {
   std::int64_t n = 0, c = 0;
   Window1d y, x;
+  std::int64_t levels = 0;  // orig_input's fill: 0 random, L > 0 the integers [0, L) (maxima tie)
 };
 
 // Flat NHWC index of the first maximum of the window at (n, oh, ow, c), or -1 if the window

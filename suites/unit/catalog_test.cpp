@@ -2,10 +2,13 @@
 // with a usage error that says where and what was expected.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "harness/core/catalog.h"
 #include "harness/core/error.h"
+#include "suites/unit/source_dir.h"
 
 namespace d9m {
 namespace {
@@ -94,6 +97,44 @@ TEST(Catalog, AModelTagIsANonEmptyString) {
     const std::string e = error_of(with_config(std::string(R"({"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}, "model": )") + bad + "}"));
     EXPECT_NE(e.find("configs[0].model"), std::string::npos) << e;
   }
+}
+
+// The evidence of earlier versions is filed under config ids: a config whose parameters are
+// still those of the committed H100 audit keeps its id, also where an op gained a parameter since
+// (ParamSpec::added_later), so baselines, diffs and merges across versions keep matching.
+TEST(Catalog, ConfigsOfTheCommittedH100AuditKeepTheirIds) {
+  std::ifstream in(test::source_path("reports/h100-2026-11-23/report.json"));
+  ASSERT_TRUE(in) << "the committed audit's report.json";
+  const nlohmann::json report = nlohmann::json::parse(in);
+  std::map<std::pair<std::string, std::string>, const nlohmann::json*> audited;
+  for (const auto& r : report["results"]) audited[{r["op"].get<std::string>(), r["config"].get<std::string>()}] = &r;
+  int kept = 0;
+  for (const auto& cc : default_catalog(Registry::global()).configs) {
+    const auto it = audited.find({cc.op->name, cc.name});
+    if (it == audited.end()) continue;
+    const nlohmann::json& then = *it->second;
+    bool same_params = true;
+    for (const auto& [key, value] : then["params"].items()) same_params &= cc.params_json.contains(key) && cc.params_json[key] == value;
+    if (!same_params || then.value("dtype", "f32") != std::string(dtype_short_name(cc.dtype))) continue;
+    EXPECT_EQ(cc.config_id, then["config_id"].get<std::string>()) << cc.op->name << "/" << cc.name;
+    ++kept;
+  }
+  EXPECT_GE(kept, 25) << "the audited configs are in the default catalogue (31 at this writing)";
+}
+
+TEST(Catalog, AParameterAddedLaterStaysOutOfTheIdAtItsDefault) {
+  const auto parse = [](const std::string& extra) {
+    return parse_catalog(with_config(R"({"op": "maxpool2d_bwd", "name": "x", "params": {"n": 1, "h": 4, "w": 4, "c": 1, "ksize_h": 2, "ksize_w": 2, "stride_h": 1, "stride_w": 1)" +
+                                     extra + "}}"),
+                         "cat.json", Registry::global())
+        .configs[0];
+  };
+  const CatalogConfig absent = parse(""), zero = parse(R"(, "levels": 0)"), three = parse(R"(, "levels": 3)");
+  EXPECT_EQ(absent.config_id, zero.config_id);
+  EXPECT_FALSE(zero.params_json.contains("levels"));
+  EXPECT_EQ(zero.params.integer("levels"), 0);
+  EXPECT_NE(three.config_id, zero.config_id);
+  EXPECT_EQ(three.params_json["levels"], 3);
 }
 
 TEST(Catalog, AnUnknownProfileOrANonBooleanQuickIsAUsageError) {

@@ -123,6 +123,18 @@ TEST(Examples, ResizeNearest) {
   expect_all_variants("resize_nearest_grad", cc, inputs_from(cc.problem, {{1, 2, 3, 4}}), {3, 7});
 }
 
+TEST(Examples, ResizeNearestAlignCornersRoundsHalvesAwayFromZero) {
+  // align_corners, 3 rows to 5: scale (3-1)/(5-1) = 0.5, source 0, 0.5, 1, 1.5, 2, rounded as TF's
+  // roundf (half away from zero): rows 0, 1, 1, 2, 2. Rounding half to even would give 0, 0, 1,
+  // 2, 2 and floor 0, 0, 1, 1, 2: each rule its own output. (The catalogue's 3x_up_align_corners
+  // configs, scale 10/32, land on .5 at output 8.)
+  const nlohmann::json p = {{"n", 1}, {"h", 3}, {"w", 1}, {"c", 1}, {"out_h", 5}, {"out_w", 1}, {"align_corners", true}, {"half_pixel_centers", false}};
+  auto cc = config("resize_nearest", p);
+  expect_all_variants("resize_nearest", cc, inputs_from(cc.problem, {{10, 20, 30}}), {10, 20, 20, 30, 30});
+  cc = config("resize_nearest_grad", p);
+  expect_all_variants("resize_nearest_grad", cc, inputs_from(cc.problem, {{1, 2, 4, 8, 16}}), {1, 6, 24});
+}
+
 TEST(Examples, ScatterFamily) {
   auto cc = config("scatter_add", {{"rows", 3}, {"depth", 1}, {"updates", 3}});
   expect_all_variants("scatter_add", cc, inputs_from(cc.problem, {{100, 200, 300}, {0, 2, 0}, {1, 2, 3}}), {104, 200, 302});
