@@ -67,13 +67,18 @@ RESNET_CONVS = [
 # The graph API's engines are left to the default profile's two configs (they multiply the
 # cases by 64); the legacy algorithms and the autotuner run on every shape.
 CONV_VARIANTS = ["cpu.*", "cuda.*", "cudnn.algo*", "cudnn.autotune"]
+# The backprops' ordered variant on the CPU is the gather (each output sums its own contributions,
+# memory of the output): the bucketed cpu.ordered replays billions of buffered contributions here
+# (100 s a trial on ResNet's res5a_branch2b, against 7 s for the gather) and is certified by the
+# default profile. The GPU's sorting cuda.ordered stays: at these sizes it runs in many waves.
+BACKPROP_VARIANTS = ["cpu.serial", "cpu.atomic", "cpu.gather", "cuda.*", "cudnn.*"]
 for layer, hw, ci, co, k, s, pad in RESNET_CONVS:
     p = {"n": N, "h": hw, "w": hw, "ci": ci, "co": co, "kh": k, "kw": k, "stride_h": s, "stride_w": s, "padding": pad}
     model = f"ResNet-50 {layer} ({k}x{k}/{s}, {hw}x{hw}x{ci} -> {co}), batch {N}"
     add("conv2d", f"resnet50_{layer}", p, model, variants=CONV_VARIANTS)
     if layer != "conv1":  # the input image needs no gradient
-        add("conv2d_bwd_data", f"resnet50_{layer}", p, model)
-    add("conv2d_bwd_filter", f"resnet50_{layer}", p, model)
+        add("conv2d_bwd_data", f"resnet50_{layer}", p, model, variants=BACKPROP_VARIANTS)
+    add("conv2d_bwd_filter", f"resnet50_{layer}", p, model, variants=BACKPROP_VARIANTS)
 add("maxpool2d_bwd", "resnet50_pool1",
     {"n": N, "h": 114, "w": 114, "c": 64, "ksize_h": 3, "ksize_w": 3, "stride_h": 2, "stride_w": 2, "padding": "VALID"},
     f"ResNet-50 pool1 (3x3/2 after ZeroPadding2D(1), 114x114x64), batch {N}")
@@ -82,6 +87,7 @@ for hw, c in [(112, 64), (56, 64), (56, 256), (28, 128), (28, 512), (14, 256), (
     add("bias_add_grad", f"resnet50_bias_{hw}x{hw}x{c}", {"n": N, "h": hw, "w": hw, "c": c}, f"ResNet-50 {what}, batch {N}")
 add("matmul", "resnet50_fc1000", {"m": N, "n": 1000, "k": 2048}, f"ResNet-50 fc1000 forward, batch {N}")
 add("matmul", "resnet50_fc1000_weight_grad", {"m": 2048, "n": 1000, "k": N, "layout": "TN"}, f"ResNet-50 fc1000 weight gradient, batch {N}")
+add("softmax_cross_entropy", "resnet50_imagenet_loss", {"n": N, "classes": 1000}, f"ResNet-50 ImageNet loss (1000 classes, mean), batch {N}")
 
 # ---- U-Net on 256x256 at batch 8 ------------------------------------------------------------
 UN = 8
@@ -124,7 +130,11 @@ attn = {"batch": 8, "heads": 12, "seq_q": 512, "seq_kv": 512, "head_dim": 64}
 add("sdpa", "bert_attention", attn, f"{BERT} self-attention, 12 heads of 64")
 add("sdpa_bwd", "bert_attention", attn, f"{BERT} self-attention backward, 12 heads of 64")
 add("unsorted_segment_sum", "bert_word_embedding_grad", {"rows": T, "depth": H, "num_segments": V},
-    f"{BERT} word-embedding gradient: 4096 token rows into 30522 embeddings")
+    f"{BERT} word-embedding gradient as TensorFlow computes it: 4096 token rows into 30522 embeddings")
+add("embedding_bag_bwd", "bert_word_embedding_grad", {"num_embeddings": V, "dim": H, "indices": T, "bags": T},
+    f"{BERT} word-embedding gradient as PyTorch computes it (one index per bag: nn.Embedding's backward)")
+add("softmax_cross_entropy", "bert_mlm_loss", {"n": 8 * 76, "classes": V},
+    f"{BERT} masked-LM loss over 30522 classes, 76 predictions per sequence (mean)")
 add("bias_add_grad", "bert_bias_768", {"n": 8, "h": 512, "w": 1, "c": H}, f"{BERT} bias gradient of a 768-wide projection")
 add("bias_add_grad", "bert_bias_3072", {"n": 8, "h": 512, "w": 1, "c": FF}, f"{BERT} bias gradient of the FFN up projection")
 
@@ -140,6 +150,7 @@ for name, m, n, k, layout, what in [
     ("vit_b16_mlp_up_weight_grad", H, FF, VT, "TN", "MLP up weight gradient (K = tokens)"),
 ]:
     add("matmul", name, {"m": m, "n": n, "k": k, "layout": layout}, f"{VIT} {what}")
+add("softmax_cross_entropy", "vit_b16_imagenet_loss", {"n": 32, "classes": 1000}, f"{VIT} ImageNet loss (1000 classes, mean)")
 vit_attn = {"batch": 32, "heads": 12, "seq_q": 197, "seq_kv": 197, "head_dim": 64}
 add("sdpa", "vit_b16_attention", vit_attn, f"{VIT} self-attention, 197 tokens, 12 heads of 64")
 add("sdpa_bwd", "vit_b16_attention", vit_attn, f"{VIT} self-attention backward, 197 tokens, 12 heads of 64")

@@ -33,7 +33,7 @@ echo '{"schema": "d9m.catalog/1", "configs": [{"op": "conv3d", "name": "x", "par
 "$D9M" run --variant 'cpu.fast' --db "$T/s1.sqlite" 2> "$T/err"; check "unknown --variant glob" 2 $? "$T/err" "--variant 'cpu.fast' matches no variant"
 "$D9M" run -n 1 --db "$T/s1.sqlite" 2> "$T/err"; check "-n 1" 2 $? "$T/err" "trials"
 "$D9M" run --catalog "$T/missing.json" --db "$T/s1.sqlite" 2> "$T/err"; check "missing catalogue" 2 $? "$T/err" "missing.json: cannot read"
-"$D9M" run --profile fast --db "$T/s1.sqlite" 2> "$T/err"; check "unknown profile" 2 $? "$T/err" 'unknown profile "fast" \(expected one of quick, default\)'
+"$D9M" run --profile fast --db "$T/s1.sqlite" 2> "$T/err"; check "unknown profile" 2 $? "$T/err" 'unknown profile "fast" \(expected one of quick, default, models\)'
 "$D9M" run --profile quick --catalog "$T/neg.json" --db "$T/s1.sqlite" 2> "$T/err"; check "--profile with --catalog" 2 $? "$T/err" "excludes"
 [[ ! -e $T/s1.sqlite ]] || { echo "FAIL: a store was created for a bad profile"; failures=$((failures + 1)); }
 # The quick profile: configs of the default catalogue, fewer of them, every op still there.
