@@ -1,7 +1,87 @@
 #include "kernels/common/accumulate_cuda.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
 #include "kernels/common/op_helpers.h"
 
 namespace d9m::accumulate::cuda {
+
+namespace {
+
+// One thread per run of equal targets: out[t] += values[first..first+len) in order, each add
+// rounded once in T (half.h add(), the same code as the CPU's).
+template <class T>
+__global__ void segment_sum_kernel(const std::uint32_t* unique_targets, const int* run_lengths,
+                                   const int* run_offsets, const int* runs, const T* values, T* out) {
+  const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (r >= *runs) return;
+  const std::uint32_t t = unique_targets[r];
+  T acc = out[t];
+  const int first = run_offsets[r], end = first + run_lengths[r];
+  for (int i = first; i < end; ++i) acc = add(acc, values[i]);
+  out[t] = acc;
+}
+
+// The radix sort moves values as opaque payload; the 16-bit types travel as their bits.
+template <class T>
+using SortValue = std::conditional_t<sizeof(T) == 2, std::uint16_t, T>;
+
+}  // namespace
+
+void exclusive_sum(cudaStream_t stream, const unsigned long long* in, unsigned long long* out, std::size_t n) {
+  std::size_t temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, n, stream));
+  DeviceBuffer temp(temp_bytes, stream);
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, in, out, n, stream));
+}
+
+template <class T>
+void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, T* out) {
+  using V = SortValue<T>;
+  // 4. stable sort by target.
+  const int end_bit = bits_for(targets);
+  std::size_t temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.keys.get<std::uint32_t>(), b.keys_sorted.get<std::uint32_t>(),
+                                                 b.values.get<V>(), b.values_sorted.get<V>(), m, 0, end_bit, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, b.keys.get<std::uint32_t>(),
+                                                   b.keys_sorted.get<std::uint32_t>(), b.values.get<V>(),
+                                                   b.values_sorted.get<V>(), m, 0, end_bit, stream));
+  }
+
+  // 5. segments of equal targets.
+  // Encode writes only the first `runs` lengths; the scan below reads all m, so zero the rest.
+  D9M_CUDA_CHECK(cudaMemsetAsync(b.lengths.get(), 0, static_cast<std::size_t>(m) * sizeof(int), stream));
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, b.keys_sorted.get<std::uint32_t>(),
+                                                    b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp.get(), temp_bytes, b.keys_sorted.get<std::uint32_t>(),
+                                                      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
+  }
+  temp_bytes = 0;
+  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
+  {
+    DeviceBuffer temp(temp_bytes, stream);
+    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
+  }
+
+  // 6. one thread per segment, in order, onto what earlier waves left. (At most `m` segments;
+  // threads past the run count exit.)
+  segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
+      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.starts.get<int>(), b.runs.get<int>(), b.values_sorted.get<T>(), out);
+  D9M_CUDA_CHECK_LAUNCH();
+}
+
+template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, float*);
+template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, double*);
+template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, Half*);
+template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, BFloat16*);
+template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, std::int32_t*);
 
 std::uint64_t ordered_buffer_bytes(const Problem& p) {
   const std::uint64_t m = p.contributions == 0 ? kWaveContributions : std::min(p.contributions, kWaveContributions);

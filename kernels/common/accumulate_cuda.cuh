@@ -10,10 +10,11 @@
 //            each target's segment; 6. one thread per target adds its segment in order onto the
 //            initial value. Every target therefore receives exactly the reference sequence of
 //            float adds: the bits equal cpu.serial and cpu.ordered (cross-implementation).
+//
+// Steps 4-6 depend on the value type alone, not on the op: they are compiled once, in
+// accumulate_cuda.cu, for every value type (sort_and_add_wave), rather than in every family's
+// translation unit (CUB's sorting kernels are most of a family's compile time).
 #pragma once
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
-#include <cub/device/device_scan.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -94,24 +95,7 @@ __global__ void write_kernel(std::size_t first, std::size_t count, const unsigne
   en(s, emit);
 }
 
-// One thread per run of equal targets: out[t] += values[first..first+len) in order, each add
-// rounded once in T (half.h add(), the same code as the CPU's).
-template <class T>
-__global__ void segment_sum_kernel(const std::uint32_t* unique_targets, const int* run_lengths,
-                                   const int* run_offsets, const int* runs, const T* values, T* out) {
-  const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (r >= *runs) return;
-  const std::uint32_t t = unique_targets[r];
-  T acc = out[t];
-  const int first = run_offsets[r], end = first + run_lengths[r];
-  for (int i = first; i < end; ++i) acc = add(acc, values[i]);
-  out[t] = acc;
-}
-
-// The radix sort moves values as opaque payload; the 16-bit types travel as their bits.
-template <class T>
-using SortValue = std::conditional_t<sizeof(T) == 2, std::uint16_t, T>;
-
+// Bits of a target index below `targets` (the radix sort's end bit).
 inline int bits_for(std::size_t targets) {
   int bits = 1;
   while (bits < 32 && (std::size_t{1} << bits) < targets) ++bits;
@@ -146,49 +130,28 @@ struct WaveBuffers {
         starts(m * sizeof(int), stream), runs(sizeof(int), stream) {}
 };
 
+// Steps 4-6 for one wave: its m pairs (keys, values) sorted stably by target, then each target's
+// values added in order onto out. Instantiated in accumulate_cuda.cu for float, double, Half,
+// BFloat16 and int32 values.
+template <class T>
+void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, T* out);
+extern template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, float*);
+extern template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, double*);
+extern template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, Half*);
+extern template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, BFloat16*);
+extern template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, std::int32_t*);
+
+// Step 2: out[i] = sum of in[0..i) over n items (CUB's exclusive scan, in accumulate_cuda.cu).
+void exclusive_sum(cudaStream_t stream, const unsigned long long* in, unsigned long long* out, std::size_t n);
+
 template <class T, class En>
 void ordered_wave(cudaStream_t stream, WaveBuffers& b, std::size_t first, std::size_t count, const unsigned long long* offsets,
                   unsigned long long base, int m, std::size_t targets, T* out, En en) {
-  using V = SortValue<T>;
   // 3. pairs in reference order.
   write_kernel<T><<<blocks_for(count), 256, 0, stream>>>(first, count, offsets, base, b.keys.get<std::uint32_t>(), b.values.get<T>(), en);
   D9M_CUDA_CHECK_LAUNCH();
-
-  // 4. stable sort by target.
-  const int end_bit = bits_for(targets);
-  std::size_t temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.keys.get<std::uint32_t>(), b.keys_sorted.get<std::uint32_t>(),
-                                                 b.values.get<V>(), b.values_sorted.get<V>(), m, 0, end_bit, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), temp_bytes, b.keys.get<std::uint32_t>(),
-                                                   b.keys_sorted.get<std::uint32_t>(), b.values.get<V>(),
-                                                   b.values_sorted.get<V>(), m, 0, end_bit, stream));
-  }
-
-  // 5. segments of equal targets.
-  // Encode writes only the first `runs` lengths; the scan below reads all m, so zero the rest.
-  D9M_CUDA_CHECK(cudaMemsetAsync(b.lengths.get(), 0, static_cast<std::size_t>(m) * sizeof(int), stream));
-  temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, b.keys_sorted.get<std::uint32_t>(),
-                                                    b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(temp.get(), temp_bytes, b.keys_sorted.get<std::uint32_t>(),
-                                                      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.runs.get<int>(), m, stream));
-  }
-  temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, b.lengths.get<int>(), b.starts.get<int>(), m, stream));
-  }
-
-  // 6. one thread per segment, in order, onto what earlier waves left. (At most `m` segments;
-  // threads past the run count exit.)
-  segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
-      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.starts.get<int>(), b.runs.get<int>(), b.values_sorted.get<T>(), out);
-  D9M_CUDA_CHECK_LAUNCH();
+  // 4-6. stable sort by target, segments of equal targets, one thread per segment in order.
+  sort_and_add_wave(stream, b, m, targets, out);
 }
 
 // `bound` is the problem's Problem::contributions (0: not stated): exceeding it is a bug in the
@@ -204,14 +167,7 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
   D9M_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, counts.bytes(), stream));
   count_kernel<T><<<blocks_for(sources), 256, 0, stream>>>(sources, counts.get<unsigned long long>(), en);
   D9M_CUDA_CHECK_LAUNCH();
-  std::size_t temp_bytes = 0;
-  D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts.get<unsigned long long>(),
-                                               offsets.get<unsigned long long>(), sources + 1, stream));
-  {
-    DeviceBuffer temp(temp_bytes, stream);
-    D9M_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), temp_bytes, counts.get<unsigned long long>(),
-                                                 offsets.get<unsigned long long>(), sources + 1, stream));
-  }
+  exclusive_sum(stream, counts.get<unsigned long long>(), offsets.get<unsigned long long>(), sources + 1);
   unsigned long long total = 0;
   D9M_CUDA_CHECK(cudaMemcpyAsync(&total, offsets.get<unsigned long long>() + sources, sizeof total,
                                  cudaMemcpyDeviceToHost, stream));
