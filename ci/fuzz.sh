@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (catalogue, store, attestation, merge) with clang, replays every
-# input that once crashed them (suites/fuzz/regressions: a regression fails), then fuzzes each
-# target for a short budget (seconds per target in $1 or D9M_FUZZ_SECONDS, default 30). New
-# findings are saved to build/fuzz/crashes/ and reported; they fail the script only with
-# D9M_FUZZ_STRICT=1, so that a random discovery does not block unrelated work (add the input to
-# suites/fuzz/regressions/ with its fix). Longer by hand: build/fuzz/suites/fuzz/fuzz_store -max_total_time=3600 build/fuzz/corpus/store
+# Replays every input that once crashed the libFuzzer targets (catalogue, store, attestation,
+# merge; suites/fuzz/regressions: a regression fails), then fuzzes each target for a short budget
+# (seconds per target in $1 or D9M_FUZZ_SECONDS, default 30). New findings are saved to
+# build/fuzz/crashes/ and reported; they fail the script only with D9M_FUZZ_STRICT=1, so that a
+# random discovery does not block unrelated work (add the input to suites/fuzz/regressions/ with
+# its fix). The targets come from D9M_FUZZ_BUILD_DIR, a clang build configured with -DD9M_FUZZ=ON
+# (which adds libFuzzer's coverage to the harness) and -fsanitize=address,undefined (ci/test.sh's
+# own build is one); without it they are built here in build/fuzz. Longer by hand: build/fuzz/suites/fuzz/fuzz_store -max_total_time=3600 build/fuzz/corpus/store
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-${D9M_FUZZ_SECONDS:-30}}
-CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
-  > /dev/null
-# The seeds below are made with a d9m binary: D9M_FUZZ_SEED_D9M names one already built (ci/test.sh
-# passes its release build's, which saves building the CLI a second time here), else it is built.
-seed_d9m=${D9M_FUZZ_SEED_D9M:-}
 targets=(fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge)
-[[ -n $seed_d9m ]] || { targets+=(d9m); seed_d9m=build/fuzz/harness/d9m; }
-cmake --build build/fuzz -j "$(nproc)" --target "${targets[@]}" > build/fuzz.log 2>&1 ||
-  { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
+dir=${D9M_FUZZ_BUILD_DIR:-}
+if [[ -z $dir ]]; then
+  dir=build/fuzz
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DD9M_FUZZ=ON -DD9M_CUDA=OFF -DD9M_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+    > /dev/null
+  mkdir -p build/fuzz
+  cmake --build "$dir" -j "$(nproc)" --target "${targets[@]}" d9m > build/fuzz.log 2>&1 ||
+    { grep -E "error" -A3 build/fuzz.log | head -40; echo "fuzz: the clang build failed (build/fuzz.log)"; exit 1; }
+fi
+for t in "${targets[@]}"; do
+  [[ -x $dir/suites/fuzz/$t ]] || { echo "fuzz: $dir/suites/fuzz/$t is not built (configure with -DD9M_FUZZ=ON)"; exit 1; }
+done
+# The seeds below are made with the same tree's d9m.
+seed_d9m=$dir/harness/d9m
 mkdir -p build/fuzz/crashes build/fuzz/corpus/catalog build/fuzz/corpus/store build/fuzz/corpus/baseline build/fuzz/corpus/attest build/fuzz/corpus/merge
 cp suites/fuzz/corpus/catalog/* build/fuzz/corpus/catalog/
 cp suites/fuzz/corpus/baseline/* build/fuzz/corpus/baseline/
@@ -41,7 +49,6 @@ if [[ ! -s build/fuzz/corpus/attest/envelope.json ]]; then
     build/fuzz/corpus/attest/envelope.json > build/fuzz/corpus/attest/statement.json
 fi
 found=0
-targets=(fuzz_catalog fuzz_store fuzz_baseline fuzz_attest fuzz_merge)
 # First every target replays the inputs that once crashed it (a regression fails the script).
 for t in "${targets[@]}"; do
   kind=${t#fuzz_}
@@ -50,7 +57,7 @@ for t in "${targets[@]}"; do
   shopt -u nullglob
   echo "== $t: replaying ${#regressions[@]} input(s) of suites/fuzz/regressions/$kind"
   if ((${#regressions[@]})); then
-    build/fuzz/suites/fuzz/$t "${regressions[@]}" > build/fuzz/replay.log 2>&1 ||
+    $dir/suites/fuzz/$t "${regressions[@]}" > build/fuzz/replay.log 2>&1 ||
       { cat build/fuzz/replay.log; echo "REGRESSION: $t crashes again on a fixed input"; exit 1; }
   fi
 done
@@ -58,7 +65,7 @@ done
 # process on one core; its findings go to build/fuzz/crashes/).
 fuzz_one() {
   local t=$1 rc=0
-  ASAN_OPTIONS=detect_leaks=1 build/fuzz/suites/fuzz/$t -max_total_time="$seconds" -max_len=65536 \
+  ASAN_OPTIONS=detect_leaks=1 $dir/suites/fuzz/$t -max_total_time="$seconds" -max_len=65536 \
     -artifact_prefix=build/fuzz/crashes/$t- build/fuzz/corpus/${t#fuzz_} > build/fuzz/$t.log 2>&1 || rc=$?
   echo $rc > build/fuzz/$t.rc
 }

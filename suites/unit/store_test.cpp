@@ -231,7 +231,8 @@ TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEv
   ASSERT_EQ(rows.size(), 12u);
   const std::string pristine = contents(p);
   int checked = 0;
-  for (const auto& [cs, trial] : rows) {
+  for (const auto& row : rows) {
+    const auto& [cs, trial] = row;  // clang before 16 cannot capture a structured binding: the lambda takes row
     const std::string where = " WHERE case_id = '" + cs + "' AND trial = " + std::to_string(trial);
     const std::vector<std::string> tampering = {
         "UPDATE trials SET elapsed_ns = elapsed_ns + 1" + where,
@@ -240,9 +241,10 @@ TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEv
         "INSERT INTO trials SELECT run_id, case_id, (SELECT max(trial) + 1 FROM trials WHERE case_id = '" + cs +
             "'), digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice FROM trials" + where,
         // swap with the next row of the case (or the previous one for the last), through 999
-        [&] {
-          const std::string a = std::to_string(trial), b = std::to_string(trial == 3 ? 2 : trial + 1);
-          const std::string in_case = " WHERE case_id = '" + cs + "' AND trial = ";
+        [&row] {
+          const auto& [c, t] = row;
+          const std::string a = std::to_string(t), b = std::to_string(t == 3 ? 2 : t + 1);
+          const std::string in_case = " WHERE case_id = '" + c + "' AND trial = ";
           return "UPDATE trials SET trial = 999" + in_case + a + "; UPDATE trials SET trial = " + a + in_case + b +
                  "; UPDATE trials SET trial = " + b + in_case + "999";
         }(),
