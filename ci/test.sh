@@ -10,15 +10,18 @@
 # also with libFuzzer's coverage, -fsanitize=fuzzer-no-link, which only counts edges until a
 # fuzzer links it), and every .cu file by nvcc (compiled and linked; the GPU tests skip without a
 # device). So every test runs sanitized, and the fuzz targets come from the same tree. At -O0,
-# which halves the compile time under the sanitizers, but the kernels at -O1, where the tests
-# spend their time. Before (a release build and its tests, then separate ASan and fuzz builds)
+# which halves the compile time under the sanitizers (the .cu files' host code too: here it only
+# finds that there is no device), but the kernels at -O1, where the tests spend their time. Before (a release build and its tests, then separate ASan and fuzz builds)
 # this took about 45 minutes on a fresh clone on 2 cores. D9M_SANITIZE=0: an optimised GCC
 # build without sanitizers whose catalogue-wide unit tests run the default profile, and neither
 # TSan nor fuzzing (for when a sanitizer is not the question).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# Each stage's start, with the minutes spent so far: the log says where CI's time goes.
+stage() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
 source ci/deps.sh
 d9m_install_deps
+stage "build ($build)"
 build=${D9M_BUILD_DIR:-build/test}
 sanitize=${D9M_SANITIZE:-1}
 # The certification tests certify the quick profile (DESIGN.md: what CI certifies on every
@@ -30,20 +33,21 @@ sanitize=${D9M_SANITIZE:-1}
 if [[ $sanitize == 1 ]]; then
   CC=clang CXX=clang++ d9m_build "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -gline-tables-only" -DD9M_KERNEL_CXX_FLAGS=-O1 "-DCMAKE_CUDA_FLAGS_RELWITHDEBINFO=-O1" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -gline-tables-only" -DD9M_KERNEL_CXX_FLAGS=-O1 "-DCMAKE_CUDA_FLAGS_RELWITHDEBINFO=-O0" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" \
     -DD9M_TESTS=ON -DD9M_BENCH=ON -DD9M_FUZZ=ON -DD9M_CERTIFY_PROFILE=quick -DD9M_TEST_PROFILE=quick
 else
   d9m_build "$build" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DD9M_TESTS=ON -DD9M_BENCH=ON \
     -DD9M_CERTIFY_PROFILE=quick
 fi
+stage "tests"
 # Without a GPU every gpu-labelled test (GPU unit tests, and a certification test per GPU case:
 # most of the catalogue's cases) would only report a skip, at about half a second each; they are
 # built all the same, and ci/gpu-audit.sh runs them where there is a device.
 gpu_tests=()
 if ! { command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; }; then
   gpu_tests=(-LE gpu)
-  echo "== no GPU here: the gpu-labelled tests ($(ctest --test-dir "$build" -N -L gpu | grep -c 'Test *#')) are left to ci/gpu-audit.sh"
+  stage "no GPU here: the gpu-labelled tests ($(ctest --test-dir "$build" -N -L gpu | grep -c 'Test *#')) are left to ci/gpu-audit.sh"
 fi
 # The CUDA runtime maps memory where ASan's shadow gap would be; leaks are looked for. Half the
 # kill test's 50 rounds: each d9m process costs several times more under the sanitizers.
@@ -53,12 +57,13 @@ D9M_KILL_ROUNDS=${D9M_KILL_ROUNDS:-$kill_rounds} ASAN_OPTIONS=detect_leaks=1:abo
   ctest --test-dir "$build" -j "$(nproc)" --output-on-failure "${gpu_tests[@]}" "$@"
 
 if [[ $sanitize == 1 ]]; then
-  echo "== TSan: the thread pool, the threaded digest, the CPU variants on several thread counts (quick profile)"
+  stage "TSan: the thread pool, the threaded digest, the CPU variants on several thread counts (quick profile)"
   # Only the threaded code's tests (d9m_thread_tests: kernels and harness core) run under TSan.
   # Without precompiled headers: this build is what keeps every file's own #includes honest.
   D9M_BUILD_TARGETS=d9m_thread_tests D9M_CUDA=OFF d9m_build build/tsan -DCMAKE_BUILD_TYPE=Debug -DD9M_TESTS=ON -DD9M_TEST_PROFILE=quick \
     -DD9M_PCH=OFF "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" > /dev/null
   TSAN_OPTIONS=halt_on_error=1 D9M_SOURCE_DIR=$PWD build/tsan/suites/d9m_thread_tests --gtest_brief=1
-  echo "== libFuzzer: the catalogue parser, the store opener and baselines (fixed crashes replayed, then 20 s each)"
+  stage "libFuzzer: the catalogue parser, the store opener and baselines (fixed crashes replayed, then 20 s each)"
   D9M_FUZZ_BUILD_DIR=$build bash ci/fuzz.sh "${D9M_FUZZ_SECONDS:-20}"
 fi
+stage "done"
