@@ -21,9 +21,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 stage() { echo "== [$((SECONDS / 60)) min $((SECONDS % 60)) s] $*"; }
 source ci/deps.sh
 d9m_install_deps
-stage "build ($build)"
 build=${D9M_BUILD_DIR:-build/test}
 sanitize=${D9M_SANITIZE:-1}
+stage "build ($build)"
 # The certification tests certify the quick profile (DESIGN.md: what CI certifies on every
 # change), and so do the sanitized catalogue-wide unit tests: every op and variant run is what
 # finds memory errors, and every config of the default one costs ten times as much under the
