@@ -45,10 +45,10 @@ if(D9M_HAVE_CUDA)
       "or configure with D9M_CUDA=OFF")
   endif()
   string(JOIN " " D9M_FP_FLAGS_STRING ${D9M_FP_FLAGS} ${D9M_CUDA_FP_FLAGS})
-  # The CUDA targets name the toolkit's stub libcuda.so, which nothing of d9m calls: without
-  # --as-needed it becomes a NEEDED entry and the binaries no longer start on a machine without a
-  # driver (where they must run and report "no device"). Debian's GCC passes it by default,
-  # clang does not.
+  # CMake's CUDA targets add the toolkit's link-time copy of the driver library
+  # (lib/stubs/libcuda.so), although d9m calls no driver function: without --as-needed it becomes
+  # a NEEDED entry and the binaries no longer start on a machine without a driver (where they must
+  # run and report "no device"). Debian's GCC passes --as-needed by default, clang does not.
   add_link_options(LINKER:--as-needed)
 endif()
 message(STATUS "d9m: CUDA variants ${D9M_HAVE_CUDA} (D9M_CUDA=${D9M_CUDA}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
