@@ -8,6 +8,7 @@
 #include "harness/cli/common.h"
 #include "harness/cli/verbs.h"
 #include "harness/core/json_text.h"
+#include "harness/exec/pipeline_exec.h"
 #include "harness/exec/runner.h"
 
 namespace d9m::cli {
@@ -29,10 +30,19 @@ int list(const ListOptions& o) {
   sel.backend = o.backend;
   sel.op_globs = o.ops;
   const auto cases = plan_cases(cat, Registry::global(), sel);
+  const auto pipelines = plan_pipelines(cat, sel);
   if (o.cases) {  // one case per line, for CTest registration
     for (const auto& c : cases)
       std::cout << c.config->op->name << "/" << c.config->name << "/" << c.variant->name << " "
                 << to_string(c.variant->backend) << "\n";
+    // A pipeline is certified whole (`run --pipeline NAME`: every setting): one line, its backend
+    // cuda when any setting runs an op there.
+    for (const auto& pl : cat.pipelines) {
+      std::string backend;
+      for (const auto& pp : pipelines)
+        if (pp.pipeline == &pl && backend != "cuda") backend = to_string(pipeline_backend(*pp.setting));
+      if (!backend.empty()) std::cout << "pipeline:" << pl.name << "/" << pl.steps << "_steps/settings " << backend << "\n";
+    }
     return 0;
   }
   auto selected = [&](const OpDef& op) {
@@ -63,6 +73,25 @@ int list(const ListOptions& o) {
                             {"batch", batch ? json(*batch) : json(nullptr)},  // the parameter batch_invariance varies
                             {"variants", variants}, {"configs", configs}});
     }
+    out["pipelines"] = json::array();
+    for (const auto& pl : cat.pipelines) {
+      json settings = json::array();
+      for (const auto& pp : pipelines) {
+        if (pp.pipeline != &pl) continue;
+        const Claim c = pipeline_claim(pl, *pp.setting);
+        json variants = json::object();
+        for (std::size_t k = 0; k < pl.ops.size(); ++k) variants[pl.ops[k].name] = pp.setting->variants[k]->name;
+        settings.push_back({{"name", pp.setting->name}, {"backend", to_string(pipeline_backend(*pp.setting))},
+                            {"role", to_string(pipeline_role(*pp.setting))}, {"variants", variants},
+                            {"claim", {{"determinism", to_string(c.determinism)}, {"source", to_string(c.source)}, {"reason", c.reason}}}});
+      }
+      if (settings.empty()) continue;
+      json state = json::array();
+      for (const auto& st : pl.state)
+        state.push_back({{"name", st.name}, {"dtype", dtype_short_name(st.desc.dtype)}, {"shape", st.desc.shape}, {"updated", st.updated}});
+      out["pipelines"].push_back({{"name", pl.name}, {"description", pl.description}, {"config_id", pl.config_id},
+                                  {"definition", pl.definition}, {"state", state}, {"settings", settings}});
+    }
     std::cout << json_text(out, 2) << "\n";
     return 0;
   }
@@ -86,6 +115,20 @@ int list(const ListOptions& o) {
     for (const auto* v : Registry::global().variants_of(op.name)) width = std::max(width, static_cast<int>(v->name.size()));
     for (const auto* v : Registry::global().variants_of(op.name))
       std::printf("  %-*s %-5s %s\n", width, v->name.c_str(), to_string(v->backend).c_str(), claim_text(v->claim).c_str());
+  }
+  for (const auto& pl : cat.pipelines) {
+    std::string state;
+    for (const auto& st : pl.state)
+      state += (state.empty() ? "" : ", ") + st.name + " " + shape_string(st.desc.shape) + (st.updated ? " (updated)" : "");
+    std::printf("\npipeline %s  %lld steps of %zu ops, %s, seed %llu%s\n  state: %s\n  ops:", pl.name.c_str(),
+                static_cast<long long>(pl.steps), pl.ops.size(), std::string(dtype_short_name(pl.dtype)).c_str(),
+                static_cast<unsigned long long>(pl.seed), pl.description.empty() ? "" : ("  " + pl.description).c_str(), state.c_str());
+    for (const auto& st : pl.ops) std::printf(" %s=%s", st.name.c_str(), st.config.op->name.c_str());
+    std::printf("\n");
+    for (const auto& pp : pipelines)
+      if (pp.pipeline == &pl)
+        std::printf("  setting %-18s %-5s %s\n", pp.setting->name.c_str(), to_string(pipeline_backend(*pp.setting)).c_str(),
+                    claim_text(pipeline_claim(pl, *pp.setting)).c_str());
   }
   return 0;
 }

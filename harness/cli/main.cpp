@@ -26,6 +26,7 @@ int main_impl(int argc, char** argv) {
   add_baseline(app, verbs);
   add_attest(app, verbs);
   add_verify(app, verbs);
+  add_trace(app, verbs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

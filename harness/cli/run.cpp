@@ -22,7 +22,7 @@ namespace {
 
 struct RunArgs {
   std::string catalog, profile = "default", backend = "all", db = "d9m.sqlite", save_outputs;
-  std::vector<std::string> ops, variants, configs;
+  std::vector<std::string> ops, variants, configs, pipelines;
   std::int64_t trials = 20;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool quiet = false, ctest = false, no_canaries = false, resume = false, no_isolation = false;
@@ -42,12 +42,13 @@ std::string self_executable() {
 
 int run(const RunArgs& a) {
   const Catalog cat = load_catalog(a.catalog, a.profile);
-  const Selection sel{a.backend, a.ops, a.variants, a.configs};
+  const Selection sel{a.backend, a.ops, a.variants, a.configs, a.pipelines};
   const auto cases = plan_cases(cat, Registry::global(), sel);
+  const auto pipelines = plan_pipelines(cat, sel);
   if (!a.save_outputs.empty()) {
     // Every place the outputs go, the controls' included, is checked before the store is
     // created or migrated: an output folder that cannot be written leaves the store untouched.
-    std::vector<PlannedCase> all = a.no_canaries ? std::vector<PlannedCase>{} : canary_cases(cases, Registry::global());
+    std::vector<PlannedCase> all = a.no_canaries ? std::vector<PlannedCase>{} : canary_cases(cases, Registry::global(), pipelines);
     all.insert(all.end(), cases.begin(), cases.end());
     check_saved_outputs(a.save_outputs, all);
   }
@@ -65,7 +66,7 @@ int run(const RunArgs& a) {
   opt.arguments_json = json_text(nlohmann::json(a.argv));
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const RunSummary s = run_audit(cat, cases, store, opt);
+  const RunSummary s = run_audit(cat, cases, store, opt, pipelines);
   // The run's verdict: read back from the store, over the cases it recorded with every run's
   // evidence for them (an earlier run's other digest is a divergence this run alone cannot see).
   const ReportData data = load_run_evidence(store, s.run_id);
@@ -101,6 +102,8 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_option("--op", o->ops, "only ops matching these globs");
   c->add_option("--variant", o->variants, "only variants matching these globs");
   c->add_option("--config", o->configs, "only configs matching these globs");
+  c->add_option("--pipeline", o->pipelines,
+                "only pipelines matching these globs (alone: no config runs; without it, --op, --variant and --config run no pipeline)");
   c->add_option("--threads", o->threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
   c->add_option("--db", o->db, "store file");
   auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");

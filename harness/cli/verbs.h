@@ -27,5 +27,6 @@ void add_diff(CLI::App& app, std::vector<Verb>& verbs);
 void add_baseline(CLI::App& app, std::vector<Verb>& verbs);
 void add_attest(CLI::App& app, std::vector<Verb>& verbs);
 void add_verify(CLI::App& app, std::vector<Verb>& verbs);
+void add_trace(CLI::App& app, std::vector<Verb>& verbs);
 
 }  // namespace d9m::cli

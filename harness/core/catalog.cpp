@@ -43,41 +43,38 @@ std::vector<const TensorDesc*> tensors_of(const Problem& p) {
   return out;
 }
 
-// The catalogue's fields, and op parameters checked against the op's ParamSpecs.
-class Validator : public JsonFields {
- public:
-  using JsonFields::JsonFields;
-
-  ParamValue param(const ParamSpec& spec, const json& v, const std::string& path) const {
-    switch (spec.kind) {
-      case ParamKind::integer: {
-        static_assert(kMaxIntegerParam == (std::int64_t{1} << 31) - 1, "the message says 2^31-1");
-        const std::string expected = "expected an integer in [" + std::to_string(spec.min) + ", 2^31-1], got ";
-        if (!v.is_number_integer()) fail(path, expected + json_type_name(v));
-        // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
-        const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxIntegerParam);
-        if (too_big || v.get<std::int64_t>() < spec.min) fail(path, expected + json_text(v));
-        return v.get<std::int64_t>();
-      }
-      case ParamKind::boolean:
-        if (!v.is_boolean()) fail(path, "expected true or false, got " + json_type_name(v));
-        return v.get<bool>();
-      case ParamKind::real:
-        if (!v.is_number()) fail(path, "expected a number, got " + json_type_name(v));
-        return v.get<double>();
-      case ParamKind::choice: {
-        std::string options;
-        for (const auto& c : spec.choices) options += (options.empty() ? "\"" : ", \"") + c + "\"";
-        if (!v.is_string()) fail(path, "expected one of " + options + ", got " + json_type_name(v));
-        const auto s = v.get<std::string>();
-        for (const auto& c : spec.choices)
-          if (c == s) return s;
-        fail(path, "expected one of " + options + ", got \"" + s + "\"");
-      }
+// An op parameter checked against the op's ParamSpec.
+ParamValue param_value(const JsonFields& f, const ParamSpec& spec, const json& v, const std::string& path) {
+  switch (spec.kind) {
+    case ParamKind::integer: {
+      static_assert(kMaxIntegerParam == (std::int64_t{1} << 31) - 1, "the message says 2^31-1");
+      const std::string expected = "expected an integer in [" + std::to_string(spec.min) + ", 2^31-1], got ";
+      if (!v.is_number_integer()) f.fail(path, expected + json_type_name(v));
+      // Positive JSON integers parse as unsigned: compare in the unsigned domain first.
+      const bool too_big = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxIntegerParam);
+      if (too_big || v.get<std::int64_t>() < spec.min) f.fail(path, expected + json_text(v));
+      return v.get<std::int64_t>();
     }
-    fail(path, "unknown parameter kind");
+    case ParamKind::boolean:
+      if (!v.is_boolean()) f.fail(path, "expected true or false, got " + json_type_name(v));
+      return v.get<bool>();
+    case ParamKind::real:
+      if (!v.is_number()) f.fail(path, "expected a number, got " + json_type_name(v));
+      return v.get<double>();
+    case ParamKind::choice: {
+      std::string options;
+      for (const auto& c : spec.choices) options += (options.empty() ? "\"" : ", \"") + c + "\"";
+      if (!v.is_string()) f.fail(path, "expected one of " + options + ", got " + json_type_name(v));
+      const auto s = v.get<std::string>();
+      for (const auto& c : spec.choices)
+        if (c == s) return s;
+      f.fail(path, "expected one of " + options + ", got \"" + s + "\"");
+    }
   }
-};
+  f.fail(path, "unknown parameter kind");
+}
+
+using Validator = JsonFields;
 
 json to_json(const ParamValue& v) {
   return std::visit([](const auto& x) { return json(x); }, v);
@@ -117,17 +114,119 @@ BatchPlan batch_plan(const Validator& v, const json& field, const std::string& p
 }
 }  // namespace
 
+std::uint64_t parse_seed(const JsonFields& v, const json& seed, const std::string& path) {
+  if (!seed.is_number_unsigned()) v.fail(path, "expected a non-negative integer, got " + json_text(seed));
+  return seed.get<std::uint64_t>();
+}
+
+void check_name(const JsonFields& v, const std::string& name, const std::string& path) {
+  if (is_path_safe_name(name)) return;
+  const std::string shown = name.size() > kMaxNameLength
+                                ? json_text(json(name.substr(0, kMaxNameLength) + "...")) + " (" +
+                                      std::to_string(name.size()) + " characters)"
+                                : json_text(json(name));  // quoted, control characters escaped
+  v.fail(path, "expected 1 to " + std::to_string(kMaxNameLength) + " letters, digits and _.+- only, not starting with '.', got " + shown);
+}
+
+void parse_op_fields(const JsonFields& v, const json& c, const std::string& path, const Registry& registry, CatalogConfig& cc,
+                     std::optional<std::pair<const json*, std::string>> dtype_from) {
+  const std::string op_name = v.string_field(c, path, "op");
+  cc.op = registry.find_op(op_name);
+  if (!cc.op) {
+    std::string known;
+    for (const auto& o : registry.ops()) known += (known.empty() ? "" : ", ") + o.name;
+    v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
+  }
+  const json& params = v.field(c, path, "params");
+  v.object(params, path + ".params");
+  for (const auto& [key, _] : params.items()) {
+    bool known = false;
+    for (const auto& spec : cc.op->params) known |= spec.name == key;
+    if (!known) {
+      std::string expected;
+      for (const auto& spec : cc.op->params) expected += (expected.empty() ? "" : ", ") + spec.name;
+      v.fail(path + ".params." + key, "unknown parameter of " + op_name + " (expected: " + expected + ")");
+    }
+  }
+  cc.params_json = json::object();
+  for (const auto& spec : cc.op->params) {
+    auto it = params.find(spec.name);
+    ParamValue value;
+    if (it != params.end()) {
+      value = param_value(v, spec, *it, path + ".params." + spec.name);
+    } else if (spec.default_value) {
+      value = *spec.default_value;
+    } else {
+      v.fail(path + ".params", "missing required parameter \"" + spec.name + "\" (" + spec.doc + ")");
+    }
+    cc.params.set(spec.name, value);
+    if (!(spec.added_later && spec.default_value && value == *spec.default_value)) cc.params_json[spec.name] = to_json(value);
+  }
+
+  // The precision: a float dtype the op supports and one of its math modes, both defaulted.
+  const json* dtype = dtype_from ? dtype_from->first : (c.contains("dtype") ? &c.at("dtype") : nullptr);
+  const std::string dtype_path = dtype_from ? dtype_from->second : path + ".dtype";
+  if (const json* it = dtype) {
+    std::string supported;
+    for (DType t : cc.op->dtypes) supported += (supported.empty() ? "\"" : ", \"") + std::string(dtype_short_name(t)) + "\"";
+    const auto t = it->is_string() ? float_dtype_from_short_name(it->get<std::string>()) : std::nullopt;
+    if (!t || std::find(cc.op->dtypes.begin(), cc.op->dtypes.end(), *t) == cc.op->dtypes.end())
+      v.fail(dtype_path, op_name + " runs in " + supported + ", got " + json_text(*it));
+    cc.dtype = *t;
+  }
+  if (auto it = c.find("math"); it != c.end()) {
+    std::string supported;
+    for (const auto& m : cc.op->math_modes) supported += (supported.empty() ? "\"" : ", \"") + m + "\"";
+    const bool known = it->is_string() && std::find(cc.op->math_modes.begin(), cc.op->math_modes.end(),
+                                                    it->get<std::string>()) != cc.op->math_modes.end();
+    if (!known) v.fail(path + ".math", op_name + " offers the math modes " + supported + ", got " + json_text(*it));
+    cc.math = it->get<std::string>();
+  }
+
+  try {
+    cc.problem = cc.op->plan(cc.params);
+  } catch (const InvalidConfig& e) {
+    v.fail(path + ".params." + e.param, e.what());
+  }
+  with_precision(cc.problem, cc.dtype, cc.math);
+  long double bytes = 0;
+  auto add = [&](const TensorDesc& d) {
+    long double n = dtype_size(d.dtype);
+    for (auto s : d.shape) n *= static_cast<long double>(s);
+    bytes += n;
+  };
+  for (const auto& d : cc.problem.inputs) add(d);
+  add(cc.problem.output);
+  if (bytes > kMaxConfigBytes)
+    v.fail(path + ".params", "inputs and output would take " + std::to_string(static_cast<double>(bytes / (1 << 20))) +
+                                 " MiB, more than the limit of " + std::to_string(static_cast<long long>(kMaxConfigBytes / (1 << 20))) + " MiB");
+  if (static_cast<long double>(cc.problem.output.numel()) >= 4294967296.0L)
+    v.fail(path + ".params", "output has 2^32 or more elements; d9m indexes outputs with 32 bits");
+  for (const auto* d : tensors_of(cc.problem))
+    if (static_cast<long double>(d->numel()) > static_cast<long double>(kMaxTensorElements))
+      v.fail(path + ".params", d->name + " would have more than 2^30 elements, the limit (cuDNN and CUB count elements in int)");
+
+  // The id of a config at the default precision is what it was before the precision axis, so
+  // that stores and baselines of earlier versions still name the same configs.
+  json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
+  if (cc.dtype != DType::f32) key["dtype"] = dtype_short_name(cc.dtype);
+  if (cc.math != "default") key["math"] = cc.math;
+  cc.config_id = sha256_hex(json_text(key)).substr(0, 16);
+}
+
 Catalog parse_catalog(const std::string& text, const std::string& source, const Registry& registry) {
   const json root = parse_json_input(text, source);
   const Validator v(source);
   v.object(root, "(root)");
   for (const auto& [key, _] : root.items())
-    if (key != "schema" && key != "configs" && key != "description")
-      v.fail(key, "unknown field (expected \"schema\", \"description\" or \"configs\")");
+    if (key != "schema" && key != "configs" && key != "description" && key != "pipelines")
+      v.fail(key, "unknown field (expected \"schema\", \"description\", \"configs\" or \"pipelines\")");
   if (v.string_field(root, "(root)", "schema") != "d9m.catalog/1")
     v.fail("schema", "expected \"d9m.catalog/1\", got " + json_text(root["schema"]));
-  const json& configs = v.field(root, "(root)", "configs");
-  if (!configs.is_array() || configs.empty()) v.fail("configs", "expected a non-empty array");
+  // A catalogue holds configs, pipelines (harness/core/pipeline.h), or both.
+  static const json kNone = json::array();
+  const json& configs = root.contains("pipelines") && !root.contains("configs") ? kNone : v.field(root, "(root)", "configs");
+  if (!configs.is_array() || (configs.empty() && !root.contains("pipelines"))) v.fail("configs", "expected a non-empty array");
 
   Catalog cat;
   cat.source = source;
@@ -143,73 +242,18 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
         v.fail(path + "." + key,
                "unknown field (expected op, name, params, dtype, math, seed, variants, batch_invariance, quick, model)");
     CatalogConfig cc;
-    const std::string op_name = v.string_field(c, path, "op");
-    cc.op = registry.find_op(op_name);
-    if (!cc.op) {
-      std::string known;
-      for (const auto& o : registry.ops()) known += (known.empty() ? "" : ", ") + o.name;
-      v.fail(path + ".op", "unknown op \"" + op_name + "\" (known: " + known + ")");
-    }
+    if (auto it = c.find("seed"); it != c.end()) cc.seed = parse_seed(v, *it, path + ".seed");
+    parse_op_fields(v, c, path, registry, cc, std::nullopt);
+    const std::string& op_name = cc.op->name;
     cc.name = v.string_field(c, path, "name");
     // Names become folder names under --save-outputs (harness/exec/saved_outputs.h): one path
     // component, never "." or "..". A plain character check, not std::regex: libstdc++'s regex
     // recurses once per character and overflowed the stack on a long name (found by fuzz_catalog).
-    if (!is_path_safe_name(cc.name)) {
-      const std::string shown = cc.name.size() > kMaxNameLength
-                                    ? json_text(json(cc.name.substr(0, kMaxNameLength) + "...")) + " (" +
-                                          std::to_string(cc.name.size()) + " characters)"
-                                    : json_text(json(cc.name));  // quoted, control characters escaped
-      v.fail(path + ".name", "expected 1 to " + std::to_string(kMaxNameLength) +
-                                 " letters, digits and _.+- only, not starting with '.', got " + shown);
-    }
+    check_name(v, cc.name, path + ".name");
     if (is_control_config(cc.name) && source != kCanarySource)
       v.fail(path + ".name", "names starting with _ are reserved for d9m's own controls, got \"" + cc.name + "\"");
     if (!names.insert({op_name, cc.name}).second)
       v.fail(path + ".name", "duplicate config name \"" + cc.name + "\" for op " + op_name);
-
-    const json& params = v.field(c, path, "params");
-    v.object(params, path + ".params");
-    for (const auto& [key, _] : params.items()) {
-      bool known = false;
-      for (const auto& spec : cc.op->params) known |= spec.name == key;
-      if (!known) {
-        std::string expected;
-        for (const auto& spec : cc.op->params) expected += (expected.empty() ? "" : ", ") + spec.name;
-        v.fail(path + ".params." + key, "unknown parameter of " + op_name + " (expected: " + expected + ")");
-      }
-    }
-    cc.params_json = json::object();
-    for (const auto& spec : cc.op->params) {
-      auto it = params.find(spec.name);
-      ParamValue value;
-      if (it != params.end()) {
-        value = v.param(spec, *it, path + ".params." + spec.name);
-      } else if (spec.default_value) {
-        value = *spec.default_value;
-      } else {
-        v.fail(path + ".params", "missing required parameter \"" + spec.name + "\" (" + spec.doc + ")");
-      }
-      cc.params.set(spec.name, value);
-      if (!(spec.added_later && spec.default_value && value == *spec.default_value)) cc.params_json[spec.name] = to_json(value);
-    }
-
-    // The precision: a float dtype the op supports and one of its math modes, both defaulted.
-    if (auto it = c.find("dtype"); it != c.end()) {
-      std::string supported;
-      for (DType t : cc.op->dtypes) supported += (supported.empty() ? "\"" : ", \"") + std::string(dtype_short_name(t)) + "\"";
-      const auto t = it->is_string() ? float_dtype_from_short_name(it->get<std::string>()) : std::nullopt;
-      if (!t || std::find(cc.op->dtypes.begin(), cc.op->dtypes.end(), *t) == cc.op->dtypes.end())
-        v.fail(path + ".dtype", op_name + " runs in " + supported + ", got " + json_text(*it));
-      cc.dtype = *t;
-    }
-    if (auto it = c.find("math"); it != c.end()) {
-      std::string supported;
-      for (const auto& m : cc.op->math_modes) supported += (supported.empty() ? "\"" : ", \"") + m + "\"";
-      const bool known = it->is_string() && std::find(cc.op->math_modes.begin(), cc.op->math_modes.end(),
-                                                      it->get<std::string>()) != cc.op->math_modes.end();
-      if (!known) v.fail(path + ".math", op_name + " offers the math modes " + supported + ", got " + json_text(*it));
-      cc.math = it->get<std::string>();
-    }
 
     if (auto it = c.find("model"); it != c.end()) {
       if (!it->is_string() || it->get<std::string>().empty())
@@ -219,11 +263,6 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
     if (auto it = c.find("quick"); it != c.end()) {
       if (!it->is_boolean()) v.fail(path + ".quick", "expected true or false, got " + json_type_name(*it));
       cc.quick = it->get<bool>();
-    }
-    if (auto it = c.find("seed"); it != c.end()) {
-      if (!it->is_number_unsigned())
-        v.fail(path + ".seed", "expected a non-negative integer, got " + json_text(*it));
-      cc.seed = it->get<std::uint64_t>();
     }
     if (auto it = c.find("variants"); it != c.end()) {
       if (!it->is_array() || it->empty()) v.fail(path + ".variants", "expected a non-empty array of globs");
@@ -248,39 +287,11 @@ Catalog parse_catalog(const std::string& text, const std::string& source, const 
       }
     }
 
-    try {
-      cc.problem = cc.op->plan(cc.params);
-    } catch (const InvalidConfig& e) {
-      v.fail(path + ".params." + e.param, e.what());
-    }
-    with_precision(cc.problem, cc.dtype, cc.math);
-    long double bytes = 0;
-    auto add = [&](const TensorDesc& d) {
-      long double n = dtype_size(d.dtype);
-      for (auto s : d.shape) n *= static_cast<long double>(s);
-      bytes += n;
-    };
-    for (const auto& d : cc.problem.inputs) add(d);
-    add(cc.problem.output);
-    if (bytes > kMaxConfigBytes)
-      v.fail(path + ".params", "inputs and output would take " + std::to_string(static_cast<double>(bytes / (1 << 20))) +
-                                   " MiB, more than the limit of " + std::to_string(static_cast<long long>(kMaxConfigBytes / (1 << 20))) + " MiB");
-    if (static_cast<long double>(cc.problem.output.numel()) >= 4294967296.0L)
-      v.fail(path + ".params", "output has 2^32 or more elements; d9m indexes outputs with 32 bits");
-    for (const auto* d : tensors_of(cc.problem))
-      if (static_cast<long double>(d->numel()) > static_cast<long double>(kMaxTensorElements))
-        v.fail(path + ".params", d->name + " would have more than 2^30 elements, the limit (cuDNN and CUB count elements in int)");
-
     if (auto it = c.find("batch_invariance"); it != c.end()) cc.batch = batch_plan(v, *it, path + ".batch_invariance", cc);
 
-    // The id of a config at the default precision is what it was before the precision axis, so
-    // that stores and baselines of earlier versions still name the same configs.
-    json key = {{"op", op_name}, {"params", cc.params_json}, {"seed", cc.seed}};
-    if (cc.dtype != DType::f32) key["dtype"] = dtype_short_name(cc.dtype);
-    if (cc.math != "default") key["math"] = cc.math;
-    cc.config_id = sha256_hex(json_text(key)).substr(0, 16);
     cat.configs.push_back(std::move(cc));
   }
+  if (auto it = root.find("pipelines"); it != root.end()) cat.pipelines = parse_pipelines(v, *it, registry);
   cat.digest = sha256_hex(json_text(root));
   return cat;
 }
@@ -323,7 +334,14 @@ Catalog builtin_catalog(const std::string& profile, const Registry& registry) {
       if (all.configs[i].quick) picked.push_back(root["configs"][i]);
     if (picked.empty()) fail_internal("<quick catalogue>: no config of the default catalogue is marked \"quick\"");
     root["configs"] = std::move(picked);
-    root["description"] = "The quick profile: the configs of the default catalogue marked \"quick\".";
+    if (root.contains("pipelines")) {
+      json pipelines = json::array();
+      for (std::size_t i = 0; i < all.pipelines.size(); ++i)
+        if (all.pipelines[i].quick) pipelines.push_back(root["pipelines"][i]);
+      if (pipelines.empty()) root.erase("pipelines");
+      else root["pipelines"] = std::move(pipelines);
+    }
+    root["description"] = "The quick profile: the configs and pipelines of the default catalogue marked \"quick\".";
     return parse_catalog(root.dump(1), "<quick catalogue>", registry);
   }
   std::string known;

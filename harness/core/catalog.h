@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/batch_invariance.h"
+#include "harness/core/json_text.h"
 #include "kernels/registry.h"
 
 namespace d9m {
@@ -44,11 +45,59 @@ struct CatalogConfig {
   bool selects(const VariantDef& v) const;
 };
 
+// A pipeline (DESIGN.md "Pipelines and traces"): a training step written as catalogue ops with data
+// flow, run for `steps` steps per trial. Every tensor has a name. A name whose first use is as an
+// input is *state*: made once per trial by the fill of the op that first reads it (the op's own
+// input generator, seeded with the pipeline's seed and that op's position), kept across steps, and
+// rebound when an op writes that name (a parameter update: the next op and the next step read the
+// new value). Any other name is written by exactly one op of the step and read only after it.
+// Tensors pass between ops as bytes: the producer's dtype and element count must match the
+// consumer's input, the shape may differ (a flatten). Format (catalogue field "pipelines"):
+//   {"name": "cnn", "steps": 3, "dtype": "f32", "seed": 1, "quick": true, "description": "...",
+//    "ops": [{"name": "conv1", "op": "conv2d", "params": {...}, "math": "default",
+//             "inputs": ["x", "w1"], "output": "z1", "variant": "cpu.ordered"}, ...],
+//    "settings": {"deterministic": {}, "framework_default": {"conv1": "cpu.atomic"}}}
+// Each setting (default: one named "as_written") swaps the variants of the ops it names; a
+// (pipeline, setting) pair is one case, its trial digest that of the final state.
+struct PipelineStep {
+  std::string name;              // unique within the pipeline
+  CatalogConfig config;          // the op on its params at the pipeline's dtype; its seed fills state
+  std::vector<std::string> inputs;  // one tensor name per config.problem.inputs entry
+  std::string output;
+};
+
+struct PipelineState {
+  std::string name;
+  std::size_t filled_by = 0;  // the step whose op's fill makes it...
+  std::size_t input = 0;      // ...as that op's input number `input`
+  TensorDesc desc;            // as that op reads it
+  bool updated = false;       // some op writes it (a parameter); otherwise data
+};
+
+struct PipelineSetting {
+  std::string name;
+  std::vector<const VariantDef*> variants;  // one per step
+};
+
+struct CatalogPipeline {
+  std::string name, description;
+  DType dtype = DType::f32;
+  std::uint64_t seed = 1;
+  std::int64_t steps = 1;
+  bool quick = false;
+  std::vector<PipelineStep> ops;
+  std::vector<PipelineState> state;  // in order of first use
+  std::vector<PipelineSetting> settings;
+  nlohmann::json definition;  // canonical: name, steps, dtype, seed, and the ops (without variants)
+  std::string config_id;      // SHA-256 of the definition, 16 hex digits
+};
+
 struct Catalog {
   std::string source;  // file name, or "<default>"
   std::string text;    // the bytes it was parsed from: worker processes parse these, never the file again
   std::string digest;  // SHA-256 of the canonical JSON
   std::vector<CatalogConfig> configs;
+  std::vector<CatalogPipeline> pipelines;
 };
 
 // Largest input + output size of one config, refused before anything is allocated.
@@ -73,6 +122,17 @@ const std::vector<std::string>& profile_names();
 const std::string& default_catalog_text();
 
 bool glob_match(const std::string& pattern, const std::string& text);
+
+// The pieces of the catalogue parser the pipeline parser (pipeline.cpp) shares. Each fails with
+// Error(usage) "SOURCE: PATH: what".
+std::uint64_t parse_seed(const JsonFields& v, const nlohmann::json& seed, const std::string& path);
+void check_name(const JsonFields& v, const std::string& name, const std::string& path);
+// The op of a catalogue object with its params, math and dtype (from `dtype_from`, a value and its
+// path, where given; else the object's own "dtype"), validated and planned into `cc`, whose seed
+// the caller has set; config_id from all of them.
+void parse_op_fields(const JsonFields& v, const nlohmann::json& c, const std::string& path, const Registry& registry,
+                     CatalogConfig& cc, std::optional<std::pair<const nlohmann::json*, std::string>> dtype_from);
+std::vector<CatalogPipeline> parse_pipelines(const JsonFields& v, const nlohmann::json& pipelines, const Registry& registry);
 
 // The controls every run includes (the canaries): config names starting with '_' are theirs.
 inline constexpr const char* kCanarySource = "<d9m controls>";

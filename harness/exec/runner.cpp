@@ -14,6 +14,7 @@
 #include "harness/core/fingerprint.h"
 #include "harness/core/inputs.h"
 #include "harness/exec/case_exec.h"
+#include "harness/exec/pipeline_exec.h"
 #include "harness/core/files.h"
 #include "harness/exec/worker.h"
 
@@ -77,11 +78,39 @@ class Progress {
 
 void request_stop() { g_stop.store(true); }
 
-std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads) {
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads,
+                        const std::vector<PlannedPipeline>& pipelines) {
   nlohmann::json j = {{"trials", trials}, {"threads", threads}, {"cases", nlohmann::json::array()}};
   for (const auto& pc : cases)
     j["cases"].push_back({pc.config->op->name, pc.config->name, pc.config->config_id, pc.variant->name});
+  // Only plans with pipelines name them, so the digests of plans without stay what they were.
+  for (const auto& pp : pipelines) {
+    nlohmann::json variants = nlohmann::json::array();
+    for (const VariantDef* v : pp.setting->variants) variants.push_back(v->name);
+    j["pipelines"].push_back({pp.pipeline->name, pp.pipeline->config_id, pp.setting->name, variants});
+  }
   return sha256_hex(json_text(j));
+}
+
+std::vector<PlannedPipeline> plan_pipelines(const Catalog& cat, const Selection& sel) {
+  std::vector<std::string> names;
+  for (const auto& pl : cat.pipelines) names.push_back(pl.name);
+  for (const auto& g : sel.pipeline_globs)
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return glob_match(g, n); }))
+      fail_usage("--pipeline '" + g + "' matches no pipeline in the catalogue (known: " +
+                 (names.empty() ? std::string("none") : join_names(names)) + ")");
+  const bool narrowed_to_configs = !sel.op_globs.empty() || !sel.variant_globs.empty() || !sel.config_globs.empty();
+  std::vector<PlannedPipeline> out;
+  if (sel.pipeline_globs.empty() && narrowed_to_configs) return out;
+  for (const auto& pl : cat.pipelines) {
+    if (!any_glob(sel.pipeline_globs, pl.name)) continue;
+    for (const auto& s : pl.settings) {
+      bool backend_ok = true;
+      for (const VariantDef* v : s.variants) backend_ok &= backend_selected(sel.backend, v->backend);
+      if (backend_ok) out.push_back({&pl, &s});
+    }
+  }
+  return out;
 }
 
 std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel) {
@@ -105,13 +134,15 @@ std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, con
     fail_usage("--backend must be cpu, cuda or all, got '" + sel.backend + "'");
 
   std::vector<PlannedCase> out;
+  const bool pipelines_only = !sel.pipeline_globs.empty() && sel.op_globs.empty() && sel.variant_globs.empty() && sel.config_globs.empty();
   for (const auto& cc : cat.configs) {
+    if (pipelines_only) break;
     if (!any_glob(sel.op_globs, cc.op->name) || !any_glob(sel.config_globs, cc.name)) continue;
     for (const auto* v : reg.variants_of(cc.op->name))
       if (backend_selected(sel.backend, v->backend) && any_glob(sel.variant_globs, v->name) && cc.selects(*v))
         out.push_back({&cc, v});
   }
-  if (out.empty())
+  if (out.empty() && plan_pipelines(cat, sel).empty())
     fail_usage("the selection matches no case (backend " + sel.backend + "; this build has variants for: " +
                join_names([&] {
                  std::vector<std::string> b;
@@ -121,7 +152,8 @@ std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, con
   return out;
 }
 
-std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg) {
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg,
+                                      const std::vector<PlannedPipeline>& pipelines) {
   std::vector<PlannedCase> out;
   const CatalogConfig& cc = canary_catalog(reg).configs.front();
   // Per backend the first variant of the canary op in these role orders: the deterministic
@@ -134,7 +166,12 @@ std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, con
     return nullptr;
   };
   for (Backend b : {Backend::cpu, Backend::cuda}) {
-    if (std::none_of(cases.begin(), cases.end(), [&](const PlannedCase& p) { return p.variant->backend == b; })) continue;
+    const bool used = std::any_of(cases.begin(), cases.end(), [&](const PlannedCase& p) { return p.variant->backend == b; }) ||
+                      std::any_of(pipelines.begin(), pipelines.end(), [&](const PlannedPipeline& p) {
+                        return std::any_of(p.setting->variants.begin(), p.setting->variants.end(),
+                                           [&](const VariantDef* v) { return v->backend == b; });
+                      });
+    if (!used) continue;
     for (const VariantDef* v : {first_with(b, {Role::reference, Role::ordered}), first_with(b, {Role::atomic})})
       if (v) out.push_back({&cc, v});
   }
@@ -150,7 +187,8 @@ std::string case_key(const std::string& op, const std::string& config, const std
   return op + "\n" + config + "\n" + variant;
 }
 
-RunInfo run_info(const Catalog& cat, const std::vector<PlannedCase>& cases, const RunOptions& opt, const GpuProbe& gpus) {
+RunInfo run_info(const Catalog& cat, const std::vector<PlannedCase>& cases, const std::vector<PlannedPipeline>& pipelines,
+                 const RunOptions& opt, const GpuProbe& gpus) {
   RunInfo info;
   info.id = random_run_id();
   info.started_at = utc_now();
@@ -160,7 +198,7 @@ RunInfo run_info(const Catalog& cat, const std::vector<PlannedCase>& cases, cons
   info.catalog_digest = cat.digest;
   info.trials_per_case = opt.trials;
   info.threads = opt.threads;
-  info.plan_digest = plan_digest(cases, opt.trials, opt.threads);
+  info.plan_digest = plan_digest(cases, opt.trials, opt.threads, pipelines);
   return info;
 }
 
@@ -184,14 +222,14 @@ CaseRecord case_record(const CatalogConfig& cc, const VariantDef& v, const std::
 
 // What one case's execution becomes in the store: its status, claim and role, and a row per
 // trial. A case that ran fewer trials than asked is an ERROR with no trials.
-CaseRunRecord case_run_record(const VariantDef& v, const CaseExecution& res, std::int64_t trials_wanted,
-                              std::vector<TrialRecord>& trials) {
+CaseRunRecord case_run_record(const Claim& claim, Role role, const std::string& bit_equal_to, const CaseExecution& res,
+                              std::int64_t trials_wanted, std::vector<TrialRecord>& trials) {
   CaseRunRecord cr;
-  cr.claim_determinism = to_string(v.claim.determinism);
-  cr.claim_source = to_string(v.claim.source);
-  cr.claim_reason = v.claim.reason;
-  cr.claim_bit_equal_to = v.bit_equal_to;
-  cr.role = to_string(v.role);
+  cr.claim_determinism = to_string(claim.determinism);
+  cr.claim_source = to_string(claim.source);
+  cr.claim_reason = claim.reason;
+  cr.claim_bit_equal_to = bit_equal_to;
+  cr.role = to_string(role);
   cr.detail = res.detail;
   switch (res.kind) {
     case CaseExecution::Kind::skipped: cr.status = Status::skipped; return cr;
@@ -286,15 +324,16 @@ struct MarkInterruptedOnError {
 
 }  // namespace
 
-RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt) {
-  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global()) : std::vector<PlannedCase>{};
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt,
+                     const std::vector<PlannedPipeline>& pipelines) {
+  std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global(), pipelines) : std::vector<PlannedCase>{};
   cases.insert(cases.end(), selected.begin(), selected.end());
   if (opt.trials < 2) fail_usage("-n must be at least 2: determinism needs a second trial to compare with");
   if (opt.save_outputs) make_dirs(*opt.save_outputs);
 
   const GpuProbe gpus = probe_gpus();
   const Fingerprint fp = collect_fingerprint(gpus);
-  const RunInfo info = run_info(cat, cases, opt, gpus);
+  const RunInfo info = run_info(cat, cases, pipelines, opt, gpus);
   RunSummary summary;
   summary.fingerprint_id = fp.id;
   // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
@@ -314,7 +353,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   }
 
   CaseRunner runner(cat, opt);
-  Progress progress(opt.progress, static_cast<std::int64_t>(cases.size()));
+  Progress progress(opt.progress, static_cast<std::int64_t>(cases.size() + pipelines.size()));
   MarkInterruptedOnError guard{store, summary.run_id};
   for (std::size_t index = 0; index < cases.size() && !g_stop.load(); ++index) {
     const CatalogConfig& cc = *cases[index].config;
@@ -330,8 +369,32 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
         });
     if (!res) break;
     std::vector<TrialRecord> trials;
-    const CaseRunRecord cr = case_run_record(v, *res, opt.trials, trials);
+    const CaseRunRecord cr = case_run_record(v.claim, v.role, v.bit_equal_to, *res, opt.trials, trials);
     store.put_case(summary.run_id, case_record(cc, v, res->input_digest), cr, trials);
+    ++summary.cases;
+    ++summary.by_status[static_cast<int>(cr.status)];
+  }
+  // The pipelines, after the cases, in this process.
+  std::unique_ptr<PipelineHost> pipeline_host;
+  for (std::size_t index = 0; index < pipelines.size() && !g_stop.load(); ++index) {
+    const CatalogPipeline& pl = *pipelines[index].pipeline;
+    const PipelineSetting& s = *pipelines[index].setting;
+    const std::string op = "pipeline:" + pl.name, config = std::to_string(pl.steps) + "_steps";
+    if (done.count(case_key(op, config, s.name))) continue;
+    if (!pipeline_host) pipeline_host = std::make_unique<PipelineHost>(opt.threads);
+    const auto at = static_cast<std::int64_t>(cases.size() + index);
+    const std::string label = op + "/" + s.name;
+    progress.show(at, label, 0, opt.trials);
+    PipelineExecution res = pipeline_host->run(pl, s, opt.trials, [&](std::int64_t trials_done, std::int64_t total) {
+      progress.show(at, label, trials_done, total);
+      return !g_stop.load();
+    });
+    if (g_stop.load()) break;
+    std::vector<TrialRecord> trials;
+    const CaseRunRecord cr = case_run_record(pipeline_claim(pl, s), pipeline_role(s), "", res.result, opt.trials, trials);
+    // A trace belongs to trials that are evidence; a case that fell short keeps neither.
+    if (trials.empty()) res.trace.clear();
+    store.put_case(summary.run_id, pipeline_case_record(pl, s, res.result.input_digest), cr, trials, res.trace);
     ++summary.cases;
     ++summary.by_status[static_cast<int>(cr.status)];
   }

@@ -15,6 +15,9 @@ struct Selection {
   std::vector<std::string> op_globs;       // empty: every op
   std::vector<std::string> variant_globs;  // empty: every variant
   std::vector<std::string> config_globs;   // empty: every config
+  // Pipelines (catalog.h): empty runs every pipeline of the catalogue unless an op, variant or
+  // config glob narrows the run to configs; given alone, it runs those pipelines and no config.
+  std::vector<std::string> pipeline_globs;
 };
 
 struct PlannedCase {
@@ -22,9 +25,17 @@ struct PlannedCase {
   const VariantDef* variant;
 };
 
+struct PlannedPipeline {
+  const CatalogPipeline* pipeline;
+  const PipelineSetting* setting;
+};
+
 // The cases a selection picks, in catalogue order. A glob that matches nothing is a usage
-// error that lists what exists, so a typo never silently audits nothing.
+// error that lists what exists, so a typo never silently audits nothing; so is a selection
+// that picks neither a case nor a pipeline.
 std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel);
+// The pipeline cases (pipeline, setting) a selection picks, in catalogue order.
+std::vector<PlannedPipeline> plan_pipelines(const Catalog& cat, const Selection& sel);
 
 struct RunOptions {
   std::int64_t trials = 20;
@@ -52,14 +63,17 @@ struct RunSummary {
 
 // What a run sets out to do, as --resume compares it: the cases in order (op, config and its
 // content id, variant), N and the thread count. SHA-256 hex.
-std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads);
+std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads,
+                        const std::vector<PlannedPipeline>& pipelines = {});
 
-RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store,
-                     const RunOptions& opt);
+// The cases, then the pipelines (in this process: harness/exec/pipeline_exec.h).
+RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& cases, Store& store, const RunOptions& opt,
+                     const std::vector<PlannedPipeline>& pipelines = {});
 
 // The control cases for the backends `cases` use: per backend, the deterministic control
 // (cpu.serial / cuda.ordered) and the nondeterministic one (cpu.atomic / cuda.atomic).
-std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg);
+std::vector<PlannedCase> canary_cases(const std::vector<PlannedCase>& cases, const Registry& reg,
+                                      const std::vector<PlannedPipeline>& pipelines = {});
 
 // Set from a signal handler: the run stops after the current trial and is marked interrupted.
 void request_stop();

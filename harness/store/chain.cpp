@@ -44,6 +44,12 @@ Store::ChainState Store::stored_chain(sqlite3* db, const std::string& run_id) {
   sql::Statement t(db, "SELECT chain FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial DESC LIMIT 1");
   t.bind(1, run_id).bind(2, c.text(2));
   if (t.step()) st.last = t.text(0);
+  // A pipeline case's trace rows come last in its chain (schema 6).
+  if (has_column(db, "trace", "chain")) {
+    sql::Statement r(db, "SELECT chain FROM trace WHERE run_id = ? AND case_id = ? ORDER BY trial DESC, step DESC, position DESC LIMIT 1");
+    r.bind(1, run_id).bind(2, c.text(2));
+    if (r.step()) st.last = r.text(0);
+  }
   return st;
 }
 
@@ -165,6 +171,13 @@ std::string Store::canonical_trial_general(const std::string& run_id, const std:
   // An autotuning variant's choice joined the row in schema 5; rows without one are as before.
   if (!t.choice.empty()) row.push_back(t.choice);
   return json_text(row);
+}
+
+std::string Store::canonical_trace(const std::string& run_id, const std::string& case_id, const TraceRecord& t) {
+  nlohmann::json diff = nullptr;
+  if (t.diff) diff = {t.diff->count, t.diff->max_abs, t.diff->max_ulp, t.diff->first_index};
+  return json_text(nlohmann::json::array(
+      {"trace", run_id, case_id, t.trial, t.step, t.position, t.name, t.op, t.variant, t.inputs, t.digest, diff}));
 }
 
 }  // namespace d9m

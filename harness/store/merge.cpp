@@ -22,7 +22,7 @@ namespace {
 
 // Parents before children, for the foreign keys; the manifest last, so that a run merged from a
 // store without one can be recorded once its rows are in.
-const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest"};
+const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trials", "trace", "manifest"};
 
 // The columns of a run that change after it begins; its other columns are fixed for good.
 const std::set<std::string> kRunClosingColumns = {"state", "finished_at", "chain_root", "resumes"};

@@ -164,7 +164,7 @@ bool Store::close_run(const std::string& run_id, const ChainState& chain, const 
 }
 
 void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
-                     const std::vector<TrialRecord>& trials) {
+                     const std::vector<TrialRecord>& trials, const std::vector<TraceRecord>& trace) {
   try {
     sql::Transaction tx(db_);
     check_not_replaced();
@@ -199,6 +199,23 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
       }
       ins.bind(10, chain.last).bind(11, t.choice);
       ins.run();
+    }
+    if (!trace.empty()) {
+      sql::Statement tr(db_,
+                        "INSERT INTO trace(run_id, case_id, trial, step, position, name, op, variant, inputs, digest, diff_count,"
+                        " diff_max_abs, diff_max_ulp, diff_first_index, chain) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      for (const auto& t : trace) {
+        chain.last = chain_link(chain.last, canonical_trace(run_id, c.id, t));
+        tr.bind(1, run_id).bind(2, c.id).bind(3, t.trial).bind(4, t.step).bind(5, t.position).bind(6, t.name).bind(7, t.op)
+            .bind(8, t.variant).bind(9, t.inputs).bind(10, t.digest);
+        if (t.diff) {
+          tr.bind(11, t.diff->count).bind(12, t.diff->max_abs).bind(13, t.diff->max_ulp).bind(14, t.diff->first_index);
+        } else {
+          tr.bind_null(11).bind_null(12).bind_null(13).bind_null(14);
+        }
+        tr.bind(15, chain.last);
+        tr.run();
+      }
     }
     tx.commit();
     chains_[run_id] = chain;  // only once the rows are durable

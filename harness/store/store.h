@@ -20,7 +20,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 5;
+inline constexpr int kStoreSchemaVersion = 6;
 
 struct TrialRecord {
   std::int64_t trial = 0;
@@ -28,6 +28,15 @@ struct TrialRecord {
   std::int64_t elapsed_ns = 0;
   std::optional<DiffStats> diff;  // only when the digest differs from trial 0
   std::string choice;             // an autotuning variant's choice in this trial (schema 5), or empty
+};
+
+// One op of one step of one trial of a pipeline case (schema 6).
+struct TraceRecord {
+  std::int64_t trial = 0, step = 0, position = 0;
+  std::string name, op, variant;
+  std::string inputs;  // JSON array of the input digests
+  std::string digest;
+  std::optional<DiffStats> diff;  // only when the digest differs from trial 0's at (step, position)
 };
 
 struct CaseRecord {
@@ -111,8 +120,10 @@ class Store {
   // `busy` (when given) counts the matching runs another process holds.
   std::optional<ResumedRun> resume_run(const Fingerprint& fp, const RunInfo& info, int* busy = nullptr);
   void finish_run(const std::string& run_id, const std::string& state);
+  // A case's row, its trials and (a pipeline case) its trace, in one transaction; the chain links
+  // them in that order, the trace in (trial, step, position) order.
   void put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
-                const std::vector<TrialRecord>& trials);
+                const std::vector<TrialRecord>& trials, const std::vector<TraceRecord>& trace = {});
 
   static std::string case_id(const CaseRecord& c);
 
@@ -142,6 +153,7 @@ class Store {
   static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
   // The same row through nlohmann::json only (the definition canonical_trial's fast path keeps to).
   static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+  static std::string canonical_trace(const std::string& run_id, const std::string& case_id, const TraceRecord& t);
 
   // Where a run's chain stands as stored: the chain version, the last link (its last case row's
   // last trial, the case row itself when it has no trials, or the start when it has no rows),

@@ -64,13 +64,15 @@ void create_schema(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
 }
 
-// The tables schema 3 adds (the manifest), as the schema file declares them: migrating creates
-// exactly what a new store has.
-std::string schema3_block() {
+// The tables a schema adds (3: the manifest; 6: traces), as the schema file declares them between
+// "-- schema N (what) ---" and "-- end of schema N (what)": migrating creates exactly what a new
+// store has.
+std::string schema_block(int version, const std::string& what) {
   const std::string& all = embedded::store_schema_sql();
-  const std::string begin = "-- schema 3 (integrity) ---", end = "-- end of schema 3 (integrity)";
+  const std::string tag = "schema " + std::to_string(version) + " (" + what + ")";
+  const std::string begin = "-- " + tag + " ---", end = "-- end of " + tag;
   const auto b = all.find(begin), e = all.find(end);
-  if (b == std::string::npos || e == std::string::npos || e < b) fail_internal("the store schema has no schema-3 block");
+  if (b == std::string::npos || e == std::string::npos || e < b) fail_internal("the store schema has no block for " + tag);
   return all.substr(b, e - b);
 }
 
@@ -83,7 +85,7 @@ void migrate_2_to_3(sqlite3* db) {
   // convention of the d9m that wrote them (report/results.cpp); filling it in here would change
   // rows the hash chain covers.
   sql::exec(db, "ALTER TABLE case_runs ADD COLUMN role TEXT NOT NULL DEFAULT ''");
-  sql::exec(db, schema3_block());
+  sql::exec(db, schema_block(3, "integrity"));
   manifest::own_origin(db);
   manifest::adopt_unrecorded_runs(db);
   sql::exec(db, "PRAGMA user_version = 3");
@@ -101,6 +103,12 @@ void migrate_4_to_5(sqlite3* db) {
   sql::exec(db, "ALTER TABLE case_runs ADD COLUMN invariance TEXT NOT NULL DEFAULT ''");
   sql::exec(db, "ALTER TABLE trials ADD COLUMN choice TEXT NOT NULL DEFAULT ''");
   sql::exec(db, "PRAGMA user_version = 5");
+}
+
+// Schema 5 -> 6: the trace table of pipeline cases. No row changes.
+void migrate_5_to_6(sqlite3* db) {
+  sql::exec(db, schema_block(6, "traces"));
+  sql::exec(db, "PRAGMA user_version = 6");
 }
 
 // WAL needs shared memory that every process of the store sees coherently; network file systems
@@ -315,6 +323,10 @@ void Store::migrate() {
     }
     if (now >= 1 && now <= 4) {
       migrate_4_to_5(db_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 5) {
+      migrate_5_to_6(db_);
       migrated = true;
     }
     tx.commit();

@@ -1,4 +1,4 @@
--- d9m store, schema version 5 (Store::open migrates versions 1 to 4 forward, after a backup). user_version and application_id are set by the code.
+-- d9m store, schema version 6 (Store::open migrates versions 1 to 5 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -97,6 +97,30 @@ CREATE TABLE manifest_origin (
   id      TEXT PRIMARY KEY    -- this file's own chain: random 128-bit hex; merge keeps OUT's, never an input's
 );
 -- end of schema 3 (integrity) -------------------------------------------------------------------
+-- schema 6 (traces) ------------------------------------------------------------------------------
+-- A pipeline case's trace (DESIGN.md "Pipelines and traces"): one row per (trial, step, position)
+-- of a training step's ops, what went in and what came out. Chained after the case's trials, in
+-- (trial, step, position) order (Store::canonical_trace).
+CREATE TABLE trace (
+  run_id           TEXT NOT NULL,
+  case_id          TEXT NOT NULL,
+  trial            INTEGER NOT NULL CHECK (trial >= 0),
+  step             INTEGER NOT NULL CHECK (step >= 0),
+  position         INTEGER NOT NULL CHECK (position >= 0),  -- the op's place in the step
+  name             TEXT NOT NULL,      -- the op's name in the pipeline
+  op               TEXT NOT NULL,
+  variant          TEXT NOT NULL,
+  inputs           TEXT NOT NULL,      -- JSON array of the input digests, in argument order
+  digest           TEXT NOT NULL,      -- the output's digest
+  diff_count       INTEGER,            -- the diff columns: set only when the digest differs from trial 0's at (step, position)
+  diff_max_abs     REAL,
+  diff_max_ulp     INTEGER,
+  diff_first_index INTEGER,
+  chain            TEXT NOT NULL,
+  PRIMARY KEY (run_id, case_id, trial, step, position),
+  FOREIGN KEY (run_id, case_id, trial) REFERENCES trials(run_id, case_id, trial)
+) WITHOUT ROWID;
+-- end of schema 6 (traces) -----------------------------------------------------------------------
 -- One row per case and stack, all runs together: the numbers every report starts from.
 CREATE VIEW results AS
 SELECT r.fingerprint_id AS stack,

@@ -23,7 +23,7 @@ void check_sqlite(sqlite3* db, VerifyReport& v) {
 // neither the chains nor any report could see.
 void check_storage_types(sqlite3* db, VerifyReport& v) {
   static const std::map<std::string, std::string> kStored = {{"INTEGER", "integer"}, {"TEXT", "text"}, {"REAL", "real"}};
-  for (const std::string table : {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"}) {
+  for (const std::string table : {"fingerprints", "runs", "cases", "case_runs", "trials", "trace", "manifest", "manifest_origin"}) {
     std::vector<std::pair<std::string, std::string>> columns;
     {
       sql::Statement c(db, "SELECT name, upper(type) FROM pragma_table_info(?)");
@@ -65,6 +65,38 @@ void check_content_addressed(sqlite3* db, VerifyReport& v) {
     const std::string what = "case " + r.id + " (" + r.op + "/" + r.config + "/" + r.variant + ")";
     if (Store::case_id(r) != r.id) v.problems.push_back(what + ": id does not match its content");
     if (!c.integer(11)) v.problems.push_back(what + ": no run uses it (a run deleted, or a row inserted)");
+  }
+}
+
+// A pipeline case's trace rows: each (step, position) of a later trial has diff stats exactly when
+// its digest differs from trial 0's, and every trial traced the same (step, position)s.
+void check_trace_rows(sqlite3* db, VerifyReport& v) {
+  if (!has_column(db, "trace", "chain")) return;
+  sql::Statement rows(db, "SELECT t.run_id, t.case_id, t.trial, t.step, t.position, t.digest, t.diff_count IS NULL,"
+                          " (t.diff_count IS NULL) + (t.diff_max_abs IS NULL) + (t.diff_max_ulp IS NULL) + (t.diff_first_index IS NULL),"
+                          " f.digest FROM trace t LEFT JOIN trace f ON f.run_id = t.run_id AND f.case_id = t.case_id AND f.trial = 0"
+                          " AND f.step = t.step AND f.position = t.position");
+  while (rows.step()) {
+    const std::string where = "run " + rows.text(0).substr(0, 8) + " case " + rows.text(1).substr(0, 12) + " trace of trial " +
+                              std::to_string(rows.integer(2)) + " step " + std::to_string(rows.integer(3)) + " op " +
+                              std::to_string(rows.integer(4));
+    if (rows.is_null(8)) {
+      v.problems.push_back(where + ": trial 0 has no row at this step and op (trials traced different ops)");
+      continue;
+    }
+    const bool differs = rows.text(5) != rows.text(8);
+    if (differs == static_cast<bool>(rows.integer(6)))
+      v.problems.push_back(where + ": diff stats " + (differs ? "missing for a differing" : "present for an equal") + " digest");
+    if (rows.integer(7) % 4 != 0) v.problems.push_back(where + ": diff stats only partly set");
+  }
+  sql::Statement counts(db, "SELECT run_id, case_id, trial, count(*) FROM trace GROUP BY run_id, case_id, trial ORDER BY run_id, case_id, trial");
+  std::map<std::pair<std::string, std::string>, std::int64_t> per_case;
+  while (counts.step()) {
+    const auto [it, fresh] = per_case.try_emplace({counts.text(0), counts.text(1)}, counts.integer(3));
+    if (!fresh && it->second != counts.integer(3))
+      v.problems.push_back("run " + counts.text(0).substr(0, 8) + " case " + counts.text(1).substr(0, 12) + ": trial " +
+                           std::to_string(counts.integer(2)) + " has " + std::to_string(counts.integer(3)) + " trace rows, trial 0 " +
+                           std::to_string(it->second));
   }
 }
 
@@ -132,7 +164,12 @@ class ChainWalker {
                    std::string(schema >= 5 ? "cr.invariance" : "''") +
                    " FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? ORDER BY cr.seq"),
         trials_(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, " +
-                    std::string(schema >= 5 ? "choice" : "''") + " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial") {}
+                    std::string(schema >= 5 ? "choice" : "''") + " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial"),
+        // Stores before schema 6 have no traces: a query that finds nothing stands in.
+        trace_(db, schema >= 6 ? "SELECT trial, step, position, name, op, variant, inputs, digest, diff_count, diff_max_abs,"
+                                 " diff_max_ulp, diff_first_index, chain FROM trace WHERE run_id = ? AND case_id = ?"
+                                 " ORDER BY trial, step, position"
+                               : "SELECT 0, 0, 0, '', '', '', '', '', NULL, NULL, NULL, NULL, '' WHERE ? IS NULL AND ? IS NULL") {}
 
   std::string walk(const std::string& run, std::string& link) {
     std::string broken;
@@ -154,6 +191,7 @@ class ChainWalker {
         break;
       }
       broken = walk_trials(run, cs, what, link);
+      if (broken.empty()) broken = walk_trace(run, cs, what, link);
     }
     cases_.reset();
     return broken;
@@ -179,7 +217,24 @@ class ChainWalker {
     trials_.reset();
     return broken;
   }
-  sql::Statement cases_, trials_;
+  std::string walk_trace(const std::string& run, const std::string& cs, const std::string& what, std::string& link) {
+    std::string broken;
+    trace_.bind(1, run).bind(2, cs);
+    while (trace_.step()) {
+      TraceRecord t{trace_.integer(0), trace_.integer(1), trace_.integer(2), trace_.text(3), trace_.text(4),
+                    trace_.text(5),    trace_.text(6),    trace_.text(7),    std::nullopt};
+      if (!trace_.is_null(8)) t.diff = DiffStats{trace_.integer(8), trace_.real(9), trace_.integer(10), trace_.integer(11)};
+      link = Store::chain_link(link, Store::canonical_trace(run, cs, t));
+      if (link != trace_.text(12)) {
+        broken = what + ", trace of trial " + std::to_string(t.trial) + " step " + std::to_string(t.step) + " op " +
+                 std::to_string(t.position) + ": the row does not match its hash-chain link (edited, inserted, reordered, or a row before it removed)";
+        break;
+      }
+    }
+    trace_.reset();
+    return broken;
+  }
+  sql::Statement cases_, trials_, trace_;
 };
 
 // The chain of one run: its rows from its start (its metadata, for v2), then its root.
@@ -289,6 +344,7 @@ VerifyReport verify_store(const Store& store) {
     v.runs = static_cast<std::int64_t>(runs.size());
     note_run_states(store, runs, v);
     check_case_rows(db, runs, v);
+    check_trace_rows(db, v);
     ChainWalker walker(db, store.schema_version());
     for (const auto& r : runs) check_chain(db, walker, r, v);
     check_manifest(db, store, runs, v);

@@ -1,0 +1,51 @@
+// d9m trace diff: where two runs of a pipeline first diverged (harness/report/trace_diff.h).
+// Exit 1 when a source of divergence is found, 0 when the traces agree.
+#include <memory>
+
+#include "harness/cli/common.h"
+#include "harness/cli/verbs.h"
+#include "harness/core/error.h"
+#include "harness/report/trace_diff.h"
+
+namespace d9m::cli {
+namespace {
+
+struct TraceDiffArgs {
+  std::string db = "d9m.sqlite", a, b, format = "md", output, pipeline = "*", setting = "*";
+};
+
+int trace_diff(const TraceDiffArgs& args) {
+  check_output(args.output);
+  const TraceOperand a = parse_trace_operand(args.a.empty() ? args.db : args.a);
+  const std::optional<TraceOperand> b = args.b.empty() ? std::nullopt : std::optional<TraceOperand>(parse_trace_operand(args.b));
+  const std::vector<TraceDiff> diffs = diff_traces(a, b, args.pipeline, args.setting);
+  const std::string text = args.format == "json"   ? render_trace_diff_json(diffs)
+                           : args.format == "html" ? render_trace_diff_html(diffs)
+                                                   : render_trace_diff_markdown(diffs);
+  write_output(args.output, text);
+  for (const auto& d : diffs)
+    if (d.source) return static_cast<int>(ExitCode::claim_broken);
+  return 0;
+}
+
+}  // namespace
+
+void add_trace(CLI::App& app, std::vector<Verb>& verbs) {
+  auto* trace = app.add_subcommand("trace", "pipeline traces: where two runs of a training step first diverge");
+  trace->require_subcommand(1);
+  auto o = std::make_shared<TraceDiffArgs>();
+  auto* c = trace->add_subcommand(
+      "diff", "compare two traces op by op; the first op with bit-equal inputs and a differing output is the source (exit 1)");
+  c->add_option("a", o->a,
+                "STORE[@run:ID][#TRIAL] (default: --db; the newest run with traces, trial 0 against the first trial whose state "
+                "differs)");
+  c->add_option("b", o->b, "STORE[@run:ID][#TRIAL]: the other side (default: the same run)");
+  c->add_option("--db", o->db, "store file when no operand is given");
+  c->add_option("--pipeline", o->pipeline, "only pipelines matching this glob");
+  c->add_option("--setting", o->setting, "only settings matching this glob");
+  c->add_option("--format", o->format, "md, json or html")->check(CLI::IsMember({"md", "json", "html"}));
+  c->add_option("-o,--output", o->output, "file to write (default: standard output)");
+  verbs.push_back({c, [o] { return trace_diff(*o); }});
+}
+
+}  // namespace d9m::cli

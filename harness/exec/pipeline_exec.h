@@ -1,0 +1,57 @@
+// Runs a pipeline case (harness/core/catalog.h, CatalogPipeline): one setting of a training step,
+// `steps` steps per trial, N trials, each trial from the same initial state. Every op's inputs
+// and output are digested as it runs and become trace rows. A trial's digest is that of its
+// trajectory (every op output of every step, in order), so DETERMINISTIC means every
+// intermediate output reproduced, not only the final parameters; a differing trial's diff stats
+// compare the final state (the trained parameters end to end: 0 elements where a difference
+// healed).
+//
+// Each op runs through its backend's executor (Executor::run_once), so a CUDA op copies its
+// inputs to the device and its output back: the state lives on the host between ops. Pipelines
+// run in the runner's process, not in a worker (a crash in a kernel ends the run).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/core/catalog.h"
+#include "harness/exec/case_exec.h"
+#include "harness/store/store.h"
+
+namespace d9m {
+
+// What the store keeps of a pipeline case: its case row's identity and claim, its trials (in the
+// execution) and its trace.
+struct PipelineExecution {
+  CaseExecution result;
+  std::vector<TraceRecord> trace;
+};
+
+// The case identity of (pipeline, setting): op "pipeline:NAME", config "N_steps", variant the
+// setting's name, params the definition with the setting's variants; the output dtype and shape
+// are the final state's (what the diff stats count).
+CaseRecord pipeline_case_record(const CatalogPipeline& pl, const PipelineSetting& s, const std::string& input_digest);
+// The setting's backend: cuda when any op runs on the GPU.
+Backend pipeline_backend(const PipelineSetting& s);
+// What the setting is, from its ops' variants: atomic when one races by construction, else vendor
+// or autotune when one is library code, else ordered (d9m's own fixed orders all through).
+Role pipeline_role(const PipelineSetting& s);
+// Deterministic when every op's variant claims so, nondeterministic when one claims otherwise
+// (the claim names them), else unknown; by design.
+Claim pipeline_claim(const CatalogPipeline& pl, const PipelineSetting& s);
+
+class PipelineHost {
+ public:
+  explicit PipelineHost(unsigned threads);
+  ~PipelineHost();
+  // `after_trial` as for a case: called after each trial, false stops (the result is then not
+  // evidence). Errors of the harness itself (Error) propagate.
+  PipelineExecution run(const CatalogPipeline& pl, const PipelineSetting& s, std::int64_t trials, const TrialCallback& after_trial);
+
+ private:
+  Executor& executor(Backend b);
+  unsigned threads_;
+  std::unique_ptr<Executor> cpu_, cuda_;
+};
+
+}  // namespace d9m

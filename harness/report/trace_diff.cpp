@@ -1,0 +1,493 @@
+#include "harness/report/trace_diff.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/catalog.h"
+#include "harness/core/error.h"
+#include "harness/core/escape.h"
+#include "harness/core/json_text.h"
+#include "harness/store/manifest.h"
+#include "harness/store/sqlite.h"
+#include "harness/store/store.h"
+
+namespace d9m {
+
+namespace {
+
+using nlohmann::json;
+
+bool path_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TraceOperand parse_trace_operand(const std::string& text) {
+  TraceOperand o;
+  std::string rest = text;
+  if (!path_exists(text)) {
+    if (const auto hash = rest.rfind('#'); hash != std::string::npos) {
+      const std::string n = rest.substr(hash + 1);
+      if (n.empty() || n.size() > 12 || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        fail_usage(text + ": expected STORE[@run:ID][#TRIAL] with TRIAL a trial number, got \"#" + n + "\"");
+      o.trial = std::stoll(n);
+      rest = rest.substr(0, hash);
+    }
+    if (const auto at = rest.rfind("@run:"); at != std::string::npos) {
+      o.run_prefix = rest.substr(at + 5);
+      if (o.run_prefix.empty()) fail_usage(text + ": expected a run id prefix after @run:");
+      rest = rest.substr(0, at);
+    }
+  }
+  o.store = rest;
+  return o;
+}
+
+namespace {
+
+struct CaseRow {
+  std::string case_id, op, variant, config, config_id, params, input_digest;
+};
+
+struct TraceRow {
+  std::int64_t step = 0, position = 0;
+  std::string name, op, variant, inputs, digest;
+  std::optional<DiffStats> diff;
+};
+
+// One operand's store, run and the pipeline cases in it.
+struct Side {
+  TraceOperand operand;
+  Store store;
+  std::string run_id, started_at;
+
+  explicit Side(const TraceOperand& o) : operand(o), store(Store::open(o.store, Store::Mode::read_only)) {
+    if (!has_column(store.db(), "trace", "chain"))
+      fail_usage(o.store + ": no pipeline traces: the store is of schema " + std::to_string(store.schema_version()) +
+                 ", before traces (run a pipeline with this d9m to make some)");
+    if (o.run_prefix.empty()) {
+      sql::Statement s(store.db(), "SELECT r.id, r.started_at FROM runs r WHERE EXISTS (SELECT 1 FROM trace t WHERE t.run_id = r.id)"
+                                   " ORDER BY r.started_at DESC, r.id DESC LIMIT 1");
+      if (!s.step()) fail_usage(o.store + ": no run in the store has a pipeline trace (`d9m run --pipeline ...` makes one)");
+      run_id = s.text(0);
+      started_at = s.text(1);
+    } else {
+      sql::Statement s(store.db(), "SELECT id, started_at FROM runs WHERE substr(id, 1, length(?1)) = ?1");
+      s.bind(1, o.run_prefix);
+      int n = 0;
+      while (s.step()) {
+        ++n;
+        run_id = s.text(0);
+        started_at = s.text(1);
+      }
+      if (n != 1) fail_usage(o.store + ": " + (n ? "more than one run" : "no run") + " with id prefix '" + o.run_prefix + "'");
+    }
+  }
+
+  std::vector<CaseRow> pipeline_cases() const {
+    sql::Statement s(store.db(), "SELECT c.id, c.op, c.variant, c.config, c.config_id, c.params, c.input_digest FROM case_runs cr"
+                                 " JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? AND substr(c.op, 1, 9) = 'pipeline:'"
+                                 " AND EXISTS (SELECT 1 FROM trace t WHERE t.run_id = cr.run_id AND t.case_id = cr.case_id)"
+                                 " ORDER BY cr.seq");
+    s.bind(1, run_id);
+    std::vector<CaseRow> out;
+    while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
+    return out;
+  }
+
+  std::vector<std::string> trial_digests(const std::string& case_id) const {
+    sql::Statement s(store.db(), "SELECT digest FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
+    s.bind(1, run_id).bind(2, case_id);
+    std::vector<std::string> out;
+    while (s.step()) out.push_back(s.text(0));
+    return out;
+  }
+
+  std::vector<TraceRow> trace(const std::string& case_id, std::int64_t trial) const {
+    sql::Statement s(store.db(), "SELECT step, position, name, op, variant, inputs, digest, diff_count, diff_max_abs, diff_max_ulp,"
+                                 " diff_first_index FROM trace WHERE run_id = ? AND case_id = ? AND trial = ? ORDER BY step, position");
+    s.bind(1, run_id).bind(2, case_id).bind(3, trial);
+    std::vector<TraceRow> out;
+    while (s.step()) {
+      TraceRow r{s.integer(0), s.integer(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), std::nullopt};
+      if (!s.is_null(7)) r.diff = DiffStats{s.integer(7), s.real(8), s.integer(9), s.integer(10)};
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+};
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+// The names of the parameters a pipeline definition updates: state (first used as an input)
+// that an op writes.
+std::set<std::string> updated_state(const json& definition) {
+  std::set<std::string> seen, state, updated;
+  if (!definition.is_object() || !definition.contains("ops") || !definition["ops"].is_array()) return updated;
+  for (const auto& op : definition["ops"]) {
+    if (!op.is_object()) continue;
+    if (op.contains("inputs") && op["inputs"].is_array())
+      for (const auto& in : op["inputs"])
+        if (in.is_string() && seen.insert(in.get<std::string>()).second) state.insert(in.get<std::string>());
+    if (op.contains("output") && op["output"].is_string()) {
+      const auto out = op["output"].get<std::string>();
+      if (state.count(out)) updated.insert(out);
+      seen.insert(out);
+    }
+  }
+  return updated;
+}
+
+std::string short_id(const std::string& id) { return id.substr(0, 12); }
+
+TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Side& sb, const CaseRow& cb, std::int64_t tb) {
+  TraceDiff d;
+  d.pipeline = ca.op.substr(9);
+  d.setting_a = ca.variant;
+  d.setting_b = cb.variant;
+  d.config = ca.config;
+  const std::vector<std::string> da = sa.trial_digests(ca.case_id), db = sb.trial_digests(cb.case_id);
+  auto side = [](const Side& s, const CaseRow& c, std::int64_t t, const std::vector<std::string>& digests) {
+    if (t < 0 || t >= static_cast<std::int64_t>(digests.size()))
+      fail_usage(s.operand.store + ": run " + short_id(s.run_id) + " has no trial " + std::to_string(t) + " of " + c.op + "/" + c.variant +
+                 " (it has " + std::to_string(digests.size()) + ")");
+    return TraceSideInfo{s.operand.store, s.run_id, c.case_id, s.started_at, t, digests[static_cast<std::size_t>(t)]};
+  };
+  d.a = side(sa, ca, ta, da);
+  d.b = side(sb, cb, tb, db);
+  const std::vector<TraceRow> ra = sa.trace(ca.case_id, ta), rb = sb.trace(cb.case_id, tb);
+  if (ra.size() != rb.size())
+    fail_usage("the traces of " + ca.op + " differ in length (" + std::to_string(ra.size()) + " and " + std::to_string(rb.size()) +
+               " op rows): not the same pipeline run");
+  // Element counts are stored against trial 0 of the same run: they describe b against a
+  // exactly when a is that trial 0.
+  d.stats_known = ta == 0 && sa.run_id == sb.run_id && ca.case_id == cb.case_id &&
+                  real_path(sa.operand.store) == real_path(sb.operand.store);
+  const json definition = parse_stored_json(ca.params);
+  const std::set<std::string> params = updated_state(definition);
+  std::map<std::string, std::string> output_of;  // op name -> the tensor it writes
+  if (definition.is_object() && definition.contains("ops") && definition["ops"].is_array())
+    for (const auto& op : definition["ops"])
+      if (op.is_object() && op.contains("name") && op.contains("output") && op["name"].is_string() && op["output"].is_string())
+        output_of[op["name"].get<std::string>()] = op["output"].get<std::string>();
+  std::set<std::string> swapped;
+  std::map<std::int64_t, StepDivergence> steps;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    const TraceRow& x = ra[i];
+    const TraceRow& y = rb[i];
+    if (x.step != y.step || x.position != y.position || x.name != y.name || x.op != y.op)
+      fail_usage("the traces of " + ca.op + " differ at row " + std::to_string(i) + " (step " + std::to_string(x.step) + " op " +
+                 x.name + " against step " + std::to_string(y.step) + " op " + y.name + "): not the same pipeline");
+    TraceOpRow row{x.step, x.position, x.name, x.op, x.variant, y.variant, x.inputs == y.inputs, x.digest == y.digest, std::nullopt,
+                   params.count(output_of[x.name]) > 0};
+    if (d.stats_known && !row.output_equal) row.diff = y.diff;
+    if (x.variant != y.variant) swapped.insert(x.name + " (" + x.variant + " / " + y.variant + ")");
+    StepDivergence& s = steps[x.step];
+    s.step = x.step;
+    ++s.outputs;
+    s.differing_outputs += !row.output_equal;
+    if (row.updates_state) {
+      ++s.parameters;
+      s.differing_parameters += !row.output_equal;
+      if (d.stats_known) {
+        const std::int64_t n = row.diff ? row.diff->count : 0, u = row.diff ? row.diff->max_ulp : 0;
+        s.parameter_elements = s.parameter_elements.value_or(0) + n;
+        s.parameter_max_ulp = std::max(s.parameter_max_ulp.value_or(0), u);
+      }
+    }
+    if (d.source) {
+      d.propagated += !row.output_equal;
+    } else if (row.inputs_equal && !row.output_equal) {
+      TraceSource src{row, "", "", ""};
+      if (const VariantDef* v = Registry::global().find_variant(x.op, y.variant)) {
+        src.claim_determinism = to_string(v->claim.determinism);
+        src.claim_source = to_string(v->claim.source);
+        src.claim_reason = v->claim.reason;
+      } else {
+        src.claim_determinism = "unknown";
+        src.claim_reason = "variant not in this build";
+      }
+      d.source = std::move(src);
+    } else if (!row.inputs_equal && !d.source) {
+      fail_usage("the traces of " + ca.op + " disagree with themselves: op " + x.name + " at step " + std::to_string(x.step) +
+                 " has other inputs, yet no op before it differs (`d9m verify` checks whether the store was edited)");
+    }
+  }
+  for (auto& [_, s] : steps) d.by_step.push_back(s);
+  d.steps = static_cast<std::int64_t>(d.by_step.size());
+  d.ops_per_step = d.steps ? static_cast<std::int64_t>(ra.size()) / d.steps : 0;
+  if (!swapped.empty()) {
+    std::string list;
+    for (const auto& s : swapped) list += (list.empty() ? "" : ", ") + s;
+    d.notes.push_back("the two sides run other variants at " + list +
+                      ": a difference there may be the variants', not a race");
+  }
+  if (!d.stats_known)
+    d.notes.push_back("element counts and ULPs are stored against trial 0 of the same run only: here the chart counts differing "
+                      "outputs");
+  return d;
+}
+
+}  // namespace
+
+std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
+                                   const std::string& setting_glob) {
+  const Side sa(a);
+  const std::optional<Side> sb_own = b ? std::optional<Side>(std::in_place, *b) : std::nullopt;
+  const Side& sb = sb_own ? *sb_own : sa;
+  std::vector<TraceDiff> out;
+  const std::vector<CaseRow> cases_b = sb.pipeline_cases();
+  for (const CaseRow& ca : sa.pipeline_cases()) {
+    if (!glob_match(pipeline_glob, ca.op.substr(9)) || !glob_match(setting_glob, ca.variant)) continue;
+    // The same pipeline case on the other side: the same setting, else the same pipeline
+    // definition under another setting when the operands name one of each.
+    const CaseRow* cb = nullptr;
+    for (const CaseRow& c : cases_b)
+      if (c.op == ca.op && c.config_id == ca.config_id && c.variant == ca.variant) cb = &c;
+    if (!cb && b) {
+      for (const CaseRow& c : cases_b)
+        if (c.op == ca.op && c.config_id == ca.config_id && glob_match(setting_glob, c.variant) && !cb) cb = &c;
+      if (!cb) {
+        for (const CaseRow& c : cases_b)
+          if (c.op == ca.op)
+            fail_usage(b->store + ": " + ca.op + " there is another pipeline (definition " + c.config_id + ", here " + ca.config_id +
+                       "): its trace cannot be compared op by op");
+        continue;
+      }
+    }
+    if (!cb) continue;
+    if (cb->input_digest != ca.input_digest)
+      fail_usage(ca.op + ": the two sides start from other inputs (input digests " + short_id(ca.input_digest) + " and " +
+                 short_id(cb->input_digest) + "): a trace diff compares runs of the same inputs");
+    std::int64_t ta = a.trial.value_or(0), tb = 0;
+    if (b && b->trial) {
+      tb = *b->trial;
+    } else if (!b || (sb.run_id == sa.run_id && cb->case_id == ca.case_id)) {
+      // One run: trial ta against the first trial whose state differs from it, else the next one.
+      const std::vector<std::string> digests = sa.trial_digests(ca.case_id);
+      tb = -1;
+      for (std::size_t t = 0; t < digests.size() && ta < static_cast<std::int64_t>(digests.size()); ++t)
+        if (static_cast<std::int64_t>(t) != ta && digests[t] != digests[static_cast<std::size_t>(ta)]) {
+          tb = static_cast<std::int64_t>(t);
+          break;
+        }
+      if (tb < 0) tb = ta == 0 ? 1 : 0;
+    }
+    out.push_back(diff_one(sa, ca, ta, sb, *cb, tb));
+  }
+  if (out.empty())
+    fail_usage(a.store + ": run " + short_id(sa.run_id) + " has no pipeline trace" +
+               (pipeline_glob != "*" || setting_glob != "*" ? " matching --pipeline " + pipeline_glob + " --setting " + setting_glob : "") +
+               (b ? " that " + b->store + " also holds" : ""));
+  return out;
+}
+
+namespace {
+
+std::string side_text(const TraceSideInfo& s) {
+  return s.store + " run " + short_id(s.run_id) + " trial " + std::to_string(s.trial);
+}
+
+std::string stats_text(const std::optional<DiffStats>& d) {
+  if (!d) return "";
+  char buf[128];
+  std::snprintf(buf, sizeof buf, " in %lld elements (max |a-b| %.3g, max %lld ULP, first at %lld)", static_cast<long long>(d->count),
+                d->max_abs, static_cast<long long>(d->max_ulp), static_cast<long long>(d->first_index));
+  return buf;
+}
+
+std::string opt_text(const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : "?"; }
+
+}  // namespace
+
+std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs) {
+  std::string m = "# d9m trace diff\n";
+  for (const TraceDiff& d : diffs) {
+    m += "\n## pipeline " + d.pipeline + " (setting " + d.setting_a + (d.setting_b != d.setting_a ? " / " + d.setting_b : "") + ", " +
+         d.config + ", " + std::to_string(d.ops_per_step) + " ops per step)\n\n";
+    m += "# a: " + side_text(d.a) + "   state " + short_id(d.a.state_digest) + "\n";
+    m += "# b: " + side_text(d.b) + "   state " + short_id(d.b.state_digest) + "\n\n";
+    if (d.source) {
+      const TraceOpRow& r = d.source->row;
+      m += "**Source:** step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" + r.name + "` (" + r.op + ", " +
+           r.variant_b + "): its inputs are bit-equal on both sides and its output differs" + stats_text(r.diff) + ".\n\n";
+      m += "Claim of " + r.variant_b + ": " + d.source->claim_determinism +
+           (d.source->claim_source.empty() ? "" : " (" + d.source->claim_source + ")") + ": " + d.source->claim_reason + "\n\n";
+      m += "Propagated: " + std::to_string(d.propagated) + " differing op output(s) after it.\n\n";
+    } else {
+      m += "**No divergence:** every op's output is bit-equal on both sides.\n\n";
+    }
+    m += "| step | outputs differing | parameters differing | parameter elements differing | max ULP (parameters) |\n";
+    m += "| ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& s : d.by_step)
+      m += "| " + std::to_string(s.step) + " | " + std::to_string(s.differing_outputs) + "/" + std::to_string(s.outputs) + " | " +
+           std::to_string(s.differing_parameters) + "/" + std::to_string(s.parameters) + " | " + opt_text(s.parameter_elements) +
+           " | " + opt_text(s.parameter_max_ulp) + " |\n";
+    for (const auto& n : d.notes) m += "\nNote: " + n + ".\n";
+  }
+  const auto sources = std::count_if(diffs.begin(), diffs.end(), [](const TraceDiff& d) { return d.source.has_value(); });
+  m += "\n# " + std::to_string(diffs.size()) + " trace(s) compared, " + std::to_string(sources) + " with a source of divergence\n";
+  return m;
+}
+
+namespace {
+
+json diff_json(const std::optional<DiffStats>& d) {
+  if (!d) return nullptr;
+  return {{"count", d->count}, {"max_abs", d->max_abs}, {"max_ulp", d->max_ulp}, {"first_index", d->first_index}};
+}
+
+json opt_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json side_json(const TraceSideInfo& s) {
+  return {{"store", s.store}, {"run", s.run_id}, {"case_id", s.case_id}, {"trial", s.trial}, {"state_digest", s.state_digest}};
+}
+
+}  // namespace
+
+std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs) {
+  json all = json::array();
+  for (const TraceDiff& d : diffs) {
+    json j = {{"pipeline", d.pipeline}, {"setting", d.setting_a}, {"setting_b", d.setting_b}, {"config", d.config},
+              {"a", side_json(d.a)},    {"b", side_json(d.b)},   {"ops_per_step", d.ops_per_step}, {"stats_known", d.stats_known},
+              {"propagated", d.propagated}, {"notes", d.notes}, {"source", nullptr}, {"steps", json::array()}};
+    if (d.source) {
+      const TraceOpRow& r = d.source->row;
+      j["source"] = {{"step", r.step},          {"position", r.position}, {"name", r.name}, {"op", r.op},
+                     {"variant", r.variant_b},  {"diff", diff_json(r.diff)},
+                     {"claim", {{"determinism", d.source->claim_determinism}, {"source", d.source->claim_source},
+                                {"reason", d.source->claim_reason}}}};
+    }
+    for (const auto& s : d.by_step)
+      j["steps"].push_back({{"step", s.step}, {"outputs", s.outputs}, {"differing_outputs", s.differing_outputs},
+                            {"parameters", s.parameters}, {"differing_parameters", s.differing_parameters},
+                            {"parameter_elements", opt_json(s.parameter_elements)}, {"parameter_max_ulp", opt_json(s.parameter_max_ulp)}});
+    all.push_back(std::move(j));
+  }
+  return json_text(json{{"schema", "d9m.trace-diff/1"}, {"diffs", all}}, 1) + "\n";
+}
+
+namespace {
+
+// The divergence chart: per step, the differing parameter elements and their max ULP (log scale,
+// where known), else the differing op outputs, as an inline SVG.
+std::string chart_svg(const TraceDiff& d) {
+  const double w = 640, h = 240, left = 56, right = 16, top = 16, bottom = 36;
+  const bool elements = d.stats_known;
+  struct Series {
+    std::string name, colour;
+    std::vector<double> y;
+  };
+  std::vector<Series> series;
+  if (elements) {
+    Series e{"parameter elements differing", "#c0392b", {}}, u{"max ULP (parameters)", "#2e86c1", {}};
+    for (const auto& s : d.by_step) {
+      e.y.push_back(static_cast<double>(s.parameter_elements.value_or(0)));
+      u.y.push_back(static_cast<double>(s.parameter_max_ulp.value_or(0)));
+    }
+    series = {e, u};
+  } else {
+    Series o{"op outputs differing", "#c0392b", {}};
+    for (const auto& s : d.by_step) o.y.push_back(static_cast<double>(s.differing_outputs));
+    series = {o};
+  }
+  double ymax = 1;
+  for (const auto& s : series)
+    for (double y : s.y) ymax = std::max(ymax, y);
+  const double decades = std::max(1.0, std::ceil(std::log10(ymax + 1)));
+  const std::size_t n = d.by_step.size();
+  auto px = [&](std::size_t i) { return left + (n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.5) * (w - left - right); };
+  auto py = [&](double y) { return top + (1 - std::log10(y + 1) / decades) * (h - top - bottom); };
+  char buf[256];
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"240\" role=\"img\" aria-label=\"divergence by step\">";
+  svg += "<rect x=\"0\" y=\"0\" width=\"640\" height=\"240\" fill=\"#fff\"/>";
+  for (int k = 0; k <= static_cast<int>(decades); ++k) {
+    const double y = py(std::pow(10.0, k) - 1);
+    std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                  "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%s</text>",
+                  left, y, w - right, y, left - 4, y + 3, k == 0 ? "0" : ("1e" + std::to_string(k)).c_str());
+    svg += buf;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (n > 12 && i % ((n + 11) / 12) != 0 && i + 1 != n) continue;
+    std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%lld</text>", px(i), h - bottom + 14,
+                  static_cast<long long>(d.by_step[i].step));
+    svg += buf;
+  }
+  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">step</text>", (left + w - right) / 2, h - 4);
+  svg += buf;
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const Series& s = series[k];
+    std::string points;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", points.empty() ? "" : " ", px(i), py(s.y[i]));
+      points += buf;
+    }
+    svg += "<polyline fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"2\" points=\"" + points + "\"/>";
+    for (std::size_t i = 0; i < n; ++i) {
+      std::snprintf(buf, sizeof buf, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"><title>step %lld: %.0f</title></circle>", px(i),
+                    py(s.y[i]), s.colour.c_str(), static_cast<long long>(d.by_step[i].step), s.y[i]);
+      svg += buf;
+    }
+    std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">",
+                  left + 8, top + 4 + 14.0 * static_cast<double>(k), s.colour.c_str(), left + 22, top + 13 + 14.0 * static_cast<double>(k));
+    svg += buf + xml_escape(s.name) + "</text>";
+  }
+  if (d.source) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (d.by_step[i].step == d.source->row.step) {
+        std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>", px(i), top,
+                      px(i), h - bottom);
+        svg += buf;
+      }
+  }
+  return svg + "</svg>";
+}
+
+}  // namespace
+
+std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>d9m trace diff</title>"
+                  "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse}"
+                  "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}.src{background:#fdecea;padding:.5em}"
+                  ".none{background:#eafaf1;padding:.5em}code{background:#f4f4f4}</style></head><body>\n<h1>d9m trace diff</h1>\n";
+  for (const TraceDiff& d : diffs) {
+    h += "<section class=\"trace\"><h2>pipeline " + xml_escape(d.pipeline) + " <small>(setting " + xml_escape(d.setting_a) +
+         (d.setting_b != d.setting_a ? " / " + xml_escape(d.setting_b) : "") + ", " + xml_escape(d.config) + ")</small></h2>\n";
+    h += "<p>a: " + xml_escape(side_text(d.a)) + "<br>b: " + xml_escape(side_text(d.b)) + "</p>\n";
+    if (d.source) {
+      const TraceOpRow& r = d.source->row;
+      h += "<p class=\"src\" id=\"source\"><b>Source:</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
+           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + ", " + xml_escape(r.variant_b) +
+           "): inputs bit-equal, output differs" + xml_escape(stats_text(r.diff)) + ". Claim: " + xml_escape(d.source->claim_determinism) +
+           ": " + xml_escape(d.source->claim_reason) + ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.</p>\n";
+    } else {
+      h += "<p class=\"none\"><b>No divergence:</b> every op's output is bit-equal on both sides.</p>\n";
+    }
+    h += "<figure>" + chart_svg(d) + "<figcaption>Divergence by step (log scale)</figcaption></figure>\n";
+    h += "<table><tr><th>step</th><th>outputs differing</th><th>parameters differing</th><th>parameter elements differing</th>"
+         "<th>max ULP (parameters)</th></tr>\n";
+    for (const auto& s : d.by_step)
+      h += "<tr><td>" + std::to_string(s.step) + "</td><td>" + std::to_string(s.differing_outputs) + "/" + std::to_string(s.outputs) +
+           "</td><td>" + std::to_string(s.differing_parameters) + "/" + std::to_string(s.parameters) + "</td><td>" +
+           opt_text(s.parameter_elements) + "</td><td>" + opt_text(s.parameter_max_ulp) + "</td></tr>\n";
+    h += "</table>\n";
+    for (const auto& n : d.notes) h += "<p><i>Note: " + xml_escape(n) + ".</i></p>\n";
+    h += "</section>\n";
+  }
+  return h + "</body></html>\n";
+}
+
+}  // namespace d9m

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Pipelines and `d9m trace diff` end to end (issue 14): a pipeline whose one op flips a bit in a
+# known call (trial 1, step 1) must be named as the source at that step; its all-ordered setting
+# shows no divergence; the HTML chart renders in Chromium; bad operands, bad pipelines and an
+# edited trace get clear errors, and nothing stored is lost.
+# Usage: trace_test.sh path/to/d9m_with_faults
+set -u
+D9M=$(realpath "$1")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+failures=0
+pass=0
+check() {  # check NAME EXPECTED_RC ACTUAL_RC [FILE PATTERN]
+  local name=$1 want=$2 got=$3
+  if [[ $got != "$want" ]]; then
+    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
+  fi
+  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
+    echo "FAIL: $name: output does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+# x and b are state: each step takes the bias gradient of x, moves b by it and x by b.
+pipeline() {  # pipeline GRAD_VARIANT -> a catalogue with one pipeline, settings "ordered" and "flip"
+  cat <<JSON
+{"schema": "d9m.catalog/1", "pipelines": [{"name": "bias_fit", "steps": 3, "seed": 5, "ops": [
+  {"name": "grad", "op": "bias_add_grad", "params": {"n": 8, "h": 8, "w": 8, "c": 3}, "inputs": ["x"], "output": "g", "variant": "$1"},
+  {"name": "move_b", "op": "bias_add", "params": {"n": 1, "h": 1, "w": 1, "c": 3}, "inputs": ["b", "g"], "output": "b", "variant": "cpu.serial"},
+  {"name": "move_x", "op": "bias_add", "params": {"n": 8, "h": 8, "w": 8, "c": 3}, "inputs": ["x", "b"], "output": "x", "variant": "cpu.serial"}],
+  "settings": {"ordered": {}, "flip": {"grad": "test.flip_at_call"}}}]}
+JSON
+}
+pipeline cpu.ordered > "$T/p.json"
+
+# The flip variant's calls: trial 0 steps 0-2 are calls 1-3, trial 1 steps 0-2 calls 4-6, so call
+# 5 is trial 1, step 1. It claims determinism and trial 1's trajectory differs, so the run's
+# verdict is a broken claim (exit 1).
+D9M_TEST_FLIP_CALL=5 "$D9M" run --catalog "$T/p.json" -n 3 --threads 2 --db "$T/s.sqlite" --no-canaries > "$T/out" 2> "$T/err"
+check "run: the flipping setting breaks its claim" 1 $? "$T/err" 'FAIL: claim broken.*pipeline:bias_fit'
+grep -qE 'pipeline:bias_fit.*ordered' "$T/out" || { echo "FAIL: the status table has no pipeline row"; cat "$T/out"; failures=$((failures + 1)); }
+"$D9M" verify --db "$T/s.sqlite" > "$T/verify" 2>&1; check "verify after the run" 0 $? "$T/verify" 'OK'
+
+"$D9M" trace diff --db "$T/s.sqlite" --setting flip > "$T/md" 2> "$T/err"
+check "trace diff names the source" 1 $? "$T/md" '\*\*Source:\*\* step 1, op 0 `grad` \(bias_add_grad, test.flip_at_call\)'
+grep -qE '^# b: .* trial 1 ' "$T/md" || { echo "FAIL: B is not trial 1, the first trial that differs"; cat "$T/md"; failures=$((failures + 1)); }
+grep -qE '^\| 0 \| 0/3 \| 0/2 \| 0 \| 0 \|' "$T/md" || { echo "FAIL: step 0 shows a divergence"; cat "$T/md"; failures=$((failures + 1)); }
+grep -qE '^\| 1 \| 3/3 \| 2/2 \| [1-9]' "$T/md" || { echo "FAIL: step 1 does not show all three outputs differing"; cat "$T/md"; failures=$((failures + 1)); }
+grep -qE 'in 1 elements \(max \|a-b\|' "$T/md" || { echo "FAIL: the source's diff stats (one element) are missing"; cat "$T/md"; failures=$((failures + 1)); }
+# The last-bit change healed: step 2's much larger bias gradient absorbed it, so step 2 and the
+# final parameters are equal again. The trial still differs (its trajectory did), and its diff
+# stats, which compare the final parameters, count 0 elements.
+grep -qE '^\| 2 \| 0/3 \| 0/2 \| 0 \| 0 \|' "$T/md" || { echo "FAIL: step 2 did not heal"; cat "$T/md"; failures=$((failures + 1)); }
+healed=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT t.diff_count FROM trials t JOIN cases c ON c.id = t.case_id WHERE c.variant = 'flip' AND t.trial = 1\").fetchone()[0])" "$T/s.sqlite")
+[[ $healed == 0 ]] || { echo "FAIL: trial 1's final parameters differ in $healed elements, expected 0 (healed)"; failures=$((failures + 1)); }
+"$D9M" trace diff --db "$T/s.sqlite" --setting ordered > "$T/md" 2> "$T/err"; check "ordered setting: no divergence" 0 $? "$T/md" 'No divergence'
+"$D9M" trace diff "$T/s.sqlite#0" "$T/s.sqlite#2" --setting flip > "$T/md" 2> "$T/err"
+check "trial 0 against trial 2: the flip of trial 1 is not in either" 0 $? "$T/md" 'No divergence'
+"$D9M" trace diff "$T/s.sqlite#1" "$T/s.sqlite#2" --setting flip --format json > "$T/j" 2> "$T/err"; check "trial 1 against trial 2" 1 $?
+python3 - "$T/j" <<'PY' || failures=$((failures + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["schema"] == "d9m.trace-diff/1", d["schema"]
+x = d["diffs"][0]
+assert x["source"]["step"] == 1 and x["source"]["name"] == "grad", x["source"]
+assert x["stats_known"] is False and x["steps"][1]["parameter_elements"] is None, x["steps"][1]
+assert x["source"]["claim"]["determinism"] == "deterministic", x["source"]["claim"]
+PY
+
+# The HTML chart, as a person sees it in Chromium: the SVG plot's series colours on screen.
+"$D9M" trace diff --db "$T/s.sqlite" --setting flip --format html -o "$T/t.html"; check "html" 1 $?
+if grep -nE 'https?://[^"]*"[^>]*(src|href)|src=|href=|@import|url\(' "$T/t.html"; then echo "FAIL: the HTML refers to something outside itself"; failures=$((failures + 1)); fi
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [[ -n $browser ]]; then
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,900 \
+    --screenshot="$T/shot.png" "file://$T/t.html" > "$T/chromium.log" 2>&1
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$T/t.html" > "$T/dom.html" 2> /dev/null
+  python3 - "$T/shot.png" "$T/dom.html" <<'PY' && pass=$((pass + 1)) || { failures=$((failures + 1)); cat "$T/chromium.log"; }
+import struct, sys, zlib
+png = open(sys.argv[1], 'rb').read()
+assert png[:8] == b'\x89PNG\r\n\x1a\n', 'no screenshot'
+pos, idat = 8, b''
+while pos < len(png):
+    n, kind = struct.unpack('>I4s', png[pos:pos + 8]); data = png[pos + 8:pos + 8 + n]; pos += 12 + n
+    if kind == b'IHDR': w, h, depth, ctype = struct.unpack('>IIBB', data[:10])
+    if kind == b'IDAT': idat += data
+bpp = 4 if ctype == 6 else 3
+raw, stride, prev, rows, i = zlib.decompress(idat), w * bpp, bytearray(w * bpp), [], 0
+for y in range(h):
+    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    rows.append(line); prev = line
+def count(rgb):
+    return sum(1 for r in rows for x in range(0, stride, bpp) if tuple(r[x:x + 3]) == rgb)
+red, blue = count((0xc0, 0x39, 0x2b)), count((0x2e, 0x86, 0xc1))
+print(f'screenshot {w}x{h}: {red} pixels of the elements series, {blue} of the ULP series')
+assert red > 80 and blue > 80, 'the chart is not on screen'
+dom = open(sys.argv[2]).read()
+assert dom.count('<polyline') == 2 and 'id="source"' in dom, 'the chart or the source did not render'
+PY
+else
+  echo "chromium not installed: the HTML chart was not looked at"
+fi
+
+# Bad operands and bad pipelines: exit 2 with the place named, nothing written.
+cp "$T/s.sqlite" "$T/before.sqlite"
+"$D9M" trace diff "$T/s.sqlite#9" --setting flip 2> "$T/err"; check "no such trial" 2 $? "$T/err" 'has no trial 9'
+"$D9M" trace diff "$T/s.sqlite#x" 2> "$T/err"; check "bad trial" 2 $? "$T/err" 'expected STORE\[@run:ID\]\[#TRIAL\]'
+"$D9M" trace diff "$T/s.sqlite@run:ffff" 2> "$T/err"; check "no such run" 2 $? "$T/err" "no run with id prefix 'ffff'"
+"$D9M" trace diff "$T/s.sqlite" --pipeline nope 2> "$T/err"; check "no such pipeline" 2 $? "$T/err" 'no pipeline trace matching --pipeline nope'
+"$D9M" trace diff "$T/missing.sqlite" 2> "$T/err"; check "missing store" 3 $? "$T/err" 'missing.sqlite'
+sed 's/"steps": 3/"steps": 4/' "$T/p.json" > "$T/p4.json"
+"$D9M" run --catalog "$T/p4.json" -n 2 --db "$T/other.sqlite" --no-canaries --pipeline bias_fit -q 2> /dev/null
+"$D9M" trace diff "$T/s.sqlite" "$T/other.sqlite" 2> "$T/err"; check "a trace of another pipeline" 2 $? "$T/err" 'is another pipeline'
+sed 's/"output": "b", "variant"/"output": "g", "variant"/' "$T/p.json" > "$T/twice.json"
+"$D9M" run --catalog "$T/twice.json" -n 2 --db "$T/new.sqlite" 2> "$T/err"
+check "a tensor written twice" 2 $? "$T/err" 'twice.json: pipelines\[0\]\.ops\[1\]\.output: "g" is already written by grad'
+[[ ! -e $T/new.sqlite ]] || { echo "FAIL: a store was created for a bad pipeline"; failures=$((failures + 1)); }
+sed 's/"c": 3}, "inputs": \["b"/"c": 4}, "inputs": ["b"/' "$T/p.json" > "$T/shape.json"
+"$D9M" run --catalog "$T/shape.json" -n 2 --db "$T/new.sqlite" 2> "$T/err"
+check "an edge whose sizes differ" 2 $? "$T/err" 'ops\[1\]\.inputs\[1\]: "g" is f32 \[3\] \(3 elements\), but bias_add.s input bias is f32 \[4\]'
+"$D9M" run --catalog "$T/p.json" --pipeline 'nope*' --db "$T/new.sqlite" 2> "$T/err"; check "--pipeline matching nothing" 2 $? "$T/err" "--pipeline 'nope\*' matches no pipeline"
+cmp -s "$T/s.sqlite" "$T/before.sqlite" || { echo "FAIL: a failed command changed the store"; failures=$((failures + 1)); }
+
+# The trace is evidence: merged with the rest, and an edited row is found by verify.
+"$D9M" merge -o "$T/m.sqlite" "$T/s.sqlite" "$T/other.sqlite" > /dev/null 2>&1; check "merge" 0 $?
+"$D9M" trace diff "$T/m.sqlite@run:$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT run_id FROM trace t JOIN cases c ON c.id = t.case_id WHERE c.config = \"3_steps\" LIMIT 1').fetchone()[0])" "$T/s.sqlite")" \
+  --setting flip > "$T/md" 2> "$T/err"
+check "trace diff on the merged store" 1 $? "$T/md" 'Source:\*\* step 1, op 0'
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute(\"UPDATE trace SET inputs = '[]' WHERE trial = 2 AND step = 2 AND position = 1\")
+c.commit()" "$T/m.sqlite"
+"$D9M" verify --db "$T/m.sqlite" > "$T/verify" 2>&1; check "verify finds an edited trace row" 1 $? "$T/verify" 'trace of trial 2 step 2 op 1: the row does not match'
+
+echo "$pass passed, $failures failed"
+[[ $failures == 0 ]]
