@@ -1,16 +1,17 @@
 // The activation family (kernels/activation/activation.h): TensorFlow's Relu and ReluGrad worked
 // by hand, with the NaN, infinity and signed-zero cases the semantics name, at every dtype.
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 
 #include "suites/unit/kernel_harness.h"
+#include "suites/unit/same_values.h"
 
 namespace d9m {
 namespace {
 
 using test::config;
+using test::expect_same_values;
 using test::inputs_from;
 using test::run_variant;
 using test::values;
@@ -27,19 +28,6 @@ std::vector<const VariantDef*> cpu_variants(const std::string& op) {
   return out;
 }
 
-// Value and sign: NaN matches NaN, and -0 differs from +0.
-void expect_same(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "] = " << got[i];
-      continue;
-    }
-    EXPECT_EQ(got[i], want[i]) << what << " [" << i << "]";
-    EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " [" << i << "]: sign of " << got[i];
-  }
-}
-
 TEST(Activation, ReluIsMaxWithZeroAndPassesNaNThrough) {
   // max(x, 0): -2 -> 0, -0 -> +0 (d9m fixes +0), 0 -> 0, 0.5 and 3 kept, NaN -> NaN (TF's
   // cwiseMax<PropagateNaN>), -inf -> 0, inf kept. Shapes [n] and [n, h]: only the layout differs.
@@ -49,7 +37,7 @@ TEST(Activation, ReluIsMaxWithZeroAndPassesNaNThrough) {
     for (const char* dtype : kDtypes) {
       const auto cc = config("relu", p, dtype);
       for (const auto* v : cpu_variants("relu"))
-        expect_same(values(run_variant("relu", v->name, cc.problem, inputs_from(cc.problem, {x}))), want,
+        expect_same_values(values(run_variant("relu", v->name, cc.problem, inputs_from(cc.problem, {x}))), want,
                     std::string("relu/") + v->name + " " + dtype);
     }
 }
@@ -78,7 +66,7 @@ TEST(Activation, ReluGradIsTheGradientTimesTheMaskFeaturesAboveZero) {
   for (const char* dtype : kDtypes) {
     const auto cc = config("relu_grad", {{"n", 9}}, dtype);
     for (const auto* v : cpu_variants("relu_grad"))
-      expect_same(values(run_variant("relu_grad", v->name, cc.problem, inputs_from(cc.problem, {g, f}))), want,
+      expect_same_values(values(run_variant("relu_grad", v->name, cc.problem, inputs_from(cc.problem, {g, f}))), want,
                   std::string("relu_grad/") + v->name + " " + dtype);
   }
 }

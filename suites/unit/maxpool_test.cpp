@@ -1,9 +1,9 @@
 // maxpool2d, TensorFlow's MaxPool forward (kernels/maxpool/maxpool.h): worked by hand, and equal
 // to the orig_output that maxpool2d_bwd's fill computes for the same config and seed.
-#include <cmath>
 #include <limits>
 
 #include "suites/unit/kernel_harness.h"
+#include "suites/unit/same_values.h"
 
 namespace d9m {
 namespace {
@@ -22,16 +22,8 @@ nlohmann::json pool(int h, int w, int k, int stride, const char* padding) {
 void expect_pool(const CatalogConfig& cc, const std::vector<double>& input, const std::vector<double>& want) {
   for (const auto* v : Registry::global().variants_of("maxpool2d")) {
     if (v->backend != Backend::cpu) continue;
-    const auto got = values(run_variant("maxpool2d", v->name, cc.problem, inputs_from(cc.problem, {input})));
-    ASSERT_EQ(got.size(), want.size()) << v->name;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      if (std::isnan(want[i])) {
-        EXPECT_TRUE(std::isnan(got[i])) << v->name << " [" << i << "]";
-      } else {
-        EXPECT_EQ(got[i], want[i]) << v->name << " [" << i << "]";
-        EXPECT_EQ(std::signbit(got[i]), std::signbit(want[i])) << v->name << " [" << i << "]";
-      }
-    }
+    test::expect_same_values(values(run_variant("maxpool2d", v->name, cc.problem, inputs_from(cc.problem, {input}))), want,
+                             v->name);
   }
 }
 
