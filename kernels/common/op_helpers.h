@@ -49,6 +49,21 @@ inline Problem scattering(Problem p, std::initializer_list<std::int64_t> factors
   return p;
 }
 
+// The tensor of an elementwise op (activation, optim): a size `n` and optional extra dims h, w, c
+// (default 1), so one op takes a flat [n] vector, an [n, h] matrix or an NHWC conv output. Its
+// shape is [n, h, w, c] without the trailing extra dims equal to 1: n alone is [n], n and c > 1
+// is [n, 1, 1, c].
+inline std::vector<ParamSpec> elementwise_params() {
+  return {integer("n", "size (the first dim)"), integer_or("h", 1, "second dim (1: none)"),
+          integer_or("w", 1, "third dim (1: none)"), integer_or("c", 1, "fourth dim (1: none)")};
+}
+inline Shape elementwise_shape(const Params& p) {
+  Shape s = {p.integer("n"), p.integer("h"), p.integer("w"), p.integer("c")};
+  checked_product({s[0], s[1], s[2], s[3]}, "n");
+  while (s.size() > 1 && s.back() == 1) s.pop_back();
+  return s;
+}
+
 // f32 first (the default), then the others: an op whose variants all run at every precision.
 inline std::vector<DType> all_float_dtypes() { return {DType::f32, DType::f16, DType::bf16, DType::f64}; }
 

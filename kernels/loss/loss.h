@@ -62,6 +62,24 @@
 //   the same bits; PyTorch's std::exp/std::log and its block-tree order of the row sum differ from
 //   these in the last bits, so d9m's values agree with PyTorch's within rounding, not bit for bit.
 //   The reduction then runs on those values as nll_loss does on its input.
+//
+// softmax_cross_entropy_grad(logits, target[, weight]) -> grad, the shape of logits
+//   The gradient of softmax_cross_entropy with respect to the logits for a loss gradient of 1 (what
+//   PyTorch's backward of cross_entropy gives for loss.backward()), with the same parameters,
+//   inputs and fills as the loss:
+//     grad[p, c] = (softmax(x_p)_c - [c == t_p]) * k_p,  k_p = w_t (sum) or w_t / W (mean),
+//   W = the sum of w_t over the counted positions (the mean's divisor); a position whose target is
+//   ignore_index has a zero row (and with every target ignored, mean's 0/0 is never formed: the
+//   gradient is all zeros, as PyTorch's). Class weights scale the whole row of their target's
+//   class, as the chain rule through -w_t log_softmax_t does.
+//   Arithmetic, in Acc<T>: W (mean only) adds widen(w_t), or 1 without weights, over the counted
+//   positions in ascending p from 0 on one thread in every variant (a sum across rows, so the only
+//   one whose order could matter: it has one; it is exact without weights up to 2^24 positions, and
+//   may differ in its last bits from the forward's lane- or block-ordered weight sum with random
+//   weights). Per position: m and s as log_softmax above (s in ascending c from 0, elementary.h's
+//   exp); k = widen(w_t) / W for mean, widen(w_t) for sum; then for each c
+//   grad = narrow<T>((exp_nonpositive(x_c - m) / s - [c == t]) * k), one rounding to T. Rows are
+//   independent once W is known: every variant gives the same bits (no atomic variant: nothing races).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -104,18 +122,31 @@ struct Geometry {
   }
 };
 
+// The row statistics of softmax at position p in Acc<T>: m = max_c x_c, s = sum_c exp(x_c - m) in
+// ascending c from 0. Shared by log_softmax_at (the losses) and grad_row (the gradient).
+template <class T>
+struct SoftmaxRow {
+  Acc<T> max = 0, sum = 0;
+};
+
+template <class T>
+D9M_HD inline SoftmaxRow<T> softmax_row(const Geometry& g, const T* x, std::int64_t p) {
+  using A = Acc<T>;
+  SoftmaxRow<T> r;
+  r.max = widen(x[g.at(p, 0)]);
+  for (std::int64_t c = 1; c < g.classes; ++c) {
+    const A v = widen(x[g.at(p, c)]);
+    if (v > r.max) r.max = v;
+  }
+  for (std::int64_t c = 0; c < g.classes; ++c) r.sum = r.sum + exp_nonpositive(widen(x[g.at(p, c)]) - r.max);
+  return r;
+}
+
 // log_softmax over the classes at position p, at class t, rounded to T.
 template <class T>
 D9M_HD inline T log_softmax_at(const Geometry& g, const T* x, std::int64_t p, std::int64_t t) {
-  using A = Acc<T>;
-  A m = widen(x[g.at(p, 0)]);
-  for (std::int64_t c = 1; c < g.classes; ++c) {
-    const A v = widen(x[g.at(p, c)]);
-    if (v > m) m = v;
-  }
-  A s = 0;
-  for (std::int64_t c = 0; c < g.classes; ++c) s = s + exp_nonpositive(widen(x[g.at(p, c)]) - m);
-  return narrow<T>((widen(x[g.at(p, t)]) - m) - log_positive(s));
+  const SoftmaxRow<T> r = softmax_row(g, x, p);
+  return narrow<T>((widen(x[g.at(p, t)]) - r.max) - log_positive(r.sum));
 }
 
 // What the reduction reads: the target of each position and the value at (p, target): the input
@@ -215,6 +246,36 @@ D9M_HD inline T finish_2d(Reduction r, Partial<Acc<T>> total) {
 template <class T>
 D9M_HD inline T finish_spatial(Reduction r, T loss, T weight) {
   return r == Reduction::mean ? div(loss, weight) : loss;
+}
+
+// softmax_cross_entropy_grad's W: the counted positions' weights (1 each without class weights)
+// in ascending position order, from 0.
+template <class T>
+D9M_HD inline Acc<T> counted_weight_sum(const Geometry& g, const std::int32_t* target, const T* weight) {
+  Acc<T> w = 0;
+  for (std::int64_t p = 0; p < g.positions(); ++p)
+    if (target[p] != g.ignore_index) w = w + (weight ? widen(weight[target[p]]) : Acc<T>(1));
+  return w;
+}
+
+// softmax_cross_entropy_grad's row at position p (the C outputs at g.at(p, c)); total_weight is W
+// (read for mean only).
+template <class T>
+D9M_HD inline void grad_row(const Geometry& g, const T* x, const std::int32_t* target, const T* weight,
+                            Acc<T> total_weight, std::int64_t p, T* out) {
+  using A = Acc<T>;
+  const std::int32_t t = target[p];
+  if (t == g.ignore_index) {
+    for (std::int64_t c = 0; c < g.classes; ++c) out[g.at(p, c)] = T{};  // +0
+    return;
+  }
+  const SoftmaxRow<T> r = softmax_row(g, x, p);
+  A k = weight ? widen(weight[t]) : A(1);
+  if (g.reduction == Reduction::mean) k = k / total_weight;
+  for (std::int64_t c = 0; c < g.classes; ++c) {
+    const A prob = exp_nonpositive(widen(x[g.at(p, c)]) - r.max) / r.sum;
+    out[g.at(p, c)] = narrow<T>((c == t ? prob - A(1) : prob) * k);
+  }
 }
 
 }  // namespace d9m::loss

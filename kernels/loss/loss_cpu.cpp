@@ -112,9 +112,40 @@ std::vector<VariantDef> variants(const std::string& op) {
   };
 }
 
+// softmax_cross_entropy_grad (loss.h): W on the calling thread, then the rows, in order (serial)
+// or in fixed blocks on the worker threads (ordered): each row is written by one task.
+template <class T>
+void grad(const KernelArgs& a, bool one_thread, T) {
+  const Geometry& g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const auto* target = a.in<std::int32_t>(1);
+  const T* weight = g.weighted ? a.in<T>(2) : nullptr;
+  const Acc<T> total = g.reduction == Reduction::mean ? counted_weight_sum(g, target, weight) : Acc<T>(1);
+  T* out = a.out<T>();
+  auto rows = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t p = begin; p < end; ++p) grad_row(g, x, target, weight, total, static_cast<std::int64_t>(p), out);
+  };
+  if (one_thread) rows(0, sz(g.positions()));
+  else parallel_blocks(*a.exec.pool, sz(g.positions()), 16, rows);
+}
+
+std::vector<VariantDef> grad_variants() {
+  const std::string op = "softmax_cross_entropy_grad";
+  return {
+      {.op = op, .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
+       .claim = op::deterministic("one thread: the weight sum in position order, then each row (its sum in class order)"),
+       .run = typed([](const KernelArgs& a, auto t) { grad(a, true, t); })},
+      {.op = op, .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,
+       .claim = op::deterministic("the weight sum in position order on one thread, then each row by one task "
+                                  "(bit-equal to cpu.serial)"),
+       .run = typed([](const KernelArgs& a, auto t) { grad(a, false, t); }), .bit_equal_to = "cpu.serial"},
+  };
+}
+
 }  // namespace
 
 D9M_REGISTER_VARIANTS(variants("nll_loss"));
 D9M_REGISTER_VARIANTS(variants("softmax_cross_entropy"));
+D9M_REGISTER_VARIANTS(grad_variants());
 
 }  // namespace d9m::loss

@@ -140,6 +140,34 @@ void run(const KernelArgs& a, bool atomic, T) {
   D9M_CUDA_CHECK_LAUNCH();
 }
 
+// softmax_cross_entropy_grad: W by one thread in position order (mean), then a thread per row
+// running grad_row, the CPU's code.
+template <class T>
+__global__ void weight_sum_kernel(Geometry g, const std::int32_t* target, const T* weight, Acc<T>* total) {
+  *total = counted_weight_sum(g, target, weight);
+}
+
+template <class T>
+void grad(const KernelArgs& a, T) {
+  using A = Acc<T>;
+  const cudaStream_t stream = cuda::stream_of(a);
+  const Geometry g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const auto* target = a.in<std::int32_t>(1);
+  const T* weight = g.weighted ? a.in<T>(2) : nullptr;
+  DeviceBuffer total(sizeof(A), stream);
+  A* w = total.get<A>();
+  const bool mean = g.reduction == Reduction::mean;
+  if (mean) {
+    weight_sum_kernel<<<1, 1, 0, stream>>>(g, target, weight, w);
+    D9M_CUDA_CHECK_LAUNCH();
+  }
+  T* out = a.out<T>();
+  cuda::for_each_index(a, static_cast<std::size_t>(g.positions()), [=] __device__(std::size_t p) {
+    grad_row(g, x, target, weight, mean ? *w : A(1), static_cast<std::int64_t>(p), out);
+  });
+}
+
 std::vector<VariantDef> variants(const std::string& op) {
   return {
       {.op = op, .name = "cuda.atomic", .backend = Backend::cuda, .role = Role::atomic,
@@ -157,5 +185,9 @@ std::vector<VariantDef> variants(const std::string& op) {
 
 D9M_REGISTER_VARIANTS(variants("nll_loss"));
 D9M_REGISTER_VARIANTS(variants("softmax_cross_entropy"));
+D9M_REGISTER_VARIANTS({{.op = "softmax_cross_entropy_grad", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
+                        .claim = op::deterministic("the weight sum in position order by one thread, then a thread per row "
+                                                   "(bit-equal to cpu.serial)"),
+                        .run = typed([](const KernelArgs& a, auto t) { grad(a, t); }), .bit_equal_to = "cpu.serial"}});
 
 }  // namespace d9m::loss

@@ -103,18 +103,21 @@ void fill_logits(FillTarget& t, const Geometry& g, FillMode mode) {
 // f32; 1e-4 of (1 + |loss|) leaves room to 2^20 positions (the catalogue's are below 2^15).
 constexpr double kTolerance = 1e-4;
 
+// The inputs of every op of the family: softmax_cross_entropy_grad gets the loss's own tensors.
+void fill_inputs(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
+  const auto& g = pr.geom<Geometry>();
+  if (g.logits) fill_logits(in[0], g, mode);
+  else fill_log_probs(in[0], mode);
+  fill_targets(in[1], g, g.ignored_percent);
+  if (g.weighted) fill_weights(in[2], mode);
+}
+
 OpDef loss_op(const char* name, bool logits, const char* summary) {
   return OpDef{
       .name = name, .family = "loss", .summary = summary, .params = params(), .tolerance = kTolerance,
       .dtypes = op::all_float_dtypes(),
       .plan = [logits](const Params& p) { return plan(p, logits); },
-      .fill = [logits](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
-        const auto& g = pr.geom<Geometry>();
-        if (logits) fill_logits(in[0], g, mode);
-        else fill_log_probs(in[0], mode);
-        fill_targets(in[1], g, g.ignored_percent);
-        if (g.weighted) fill_weights(in[2], mode);
-      }};
+      .fill = fill_inputs};
 }
 
 }  // namespace
@@ -125,5 +128,22 @@ D9M_REGISTER_OP(loss_op("nll_loss", false,
 D9M_REGISTER_OP(loss_op("softmax_cross_entropy", true,
                         "PyTorch's cross_entropy: nll_loss of log_softmax(logits, dim 1), reduction mean or sum, class "
                         "weights, ignore_index"));
+
+// Every variant computes each row with grad_row after one fixed-order sum of the weights: the same
+// bits; the tolerance is the default one, never used.
+D9M_REGISTER_OP(OpDef{
+    .name = "softmax_cross_entropy_grad",
+    .family = "loss",
+    .summary = "d softmax_cross_entropy / d logits for grad_output 1: (softmax - onehot(target)) * w_t, / weight sum for mean",
+    .params = params(),
+    .dtypes = op::all_float_dtypes(),
+    .plan = [](const Params& p) {
+      Problem pr = plan(p, true);
+      pr.output = op::f32("grad", pr.inputs[0].shape);
+      return pr;
+    },
+    .fill = fill_inputs,
+    // No batch: mean divides every row by the weight sum of the whole batch.
+});
 
 }  // namespace d9m::loss

@@ -1,13 +1,18 @@
 // maxpool family, TensorFlow semantics, NHWC:
+//   maxpool2d     = MaxPool(input[N,H,W,C], ksize, strides, padding) -> output[N,OH,OW,C]
 //   maxpool2d_bwd = MaxPoolGrad(orig_input[N,H,W,C], orig_output[N,OH,OW,C], grad[N,OH,OW,C],
 //                               ksize, strides, padding) -> output[N,H,W,C]
-// Each window's gradient goes to the position of the window's maximum in orig_input: the first
-// maximum in scan order (kh, then kw), as TensorFlow's kernels compare with a strict '>'.
+// Both take the same parameters with the same meanings and defaults, so one config serves a
+// forward and its backward. A window's maximum is its first maximum in scan order (kh, then kw),
+// as TensorFlow's kernels compare with a strict '>': the forward outputs its value, the backward
+// sends the window's gradient to its position. A NaN wins only as a window's first element (every
+// comparison with a NaN is false), as TensorFlow's GPU kernels without TF_ENABLE_MAXPOOL_NANPROP.
 // Padded positions never win. Overlapping windows (kernel > stride) add into shared positions;
 // the reference adds windows in increasing (n, oh, ow, c) order. orig_output is the forward max
-// pool of orig_input, generated so the arguments are consistent. At f16/bf16/f64 every tensor has
-// that dtype; maxima are compared exactly (widened), and each window's gradient is added at its
-// argmax in the dtype (one rounding per add, as PyTorch's atomicAdd on __half).
+// pool of orig_input (pool_at below, the code of maxpool2d itself), generated so the arguments are
+// consistent. At f16/bf16/f64 every tensor has that dtype; maxima are compared exactly (widened),
+// and each window's gradient is added at its argmax in the dtype (one rounding per add, as
+// PyTorch's atomicAdd on __half). The forward only selects: every variant gives the same bits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +51,28 @@ D9M_HD inline std::int64_t argmax(const Geometry& g, const T* in, std::int64_t n
   }
   return best;
 }
+
+// The forward max pool at output element o (flat NHWC index into [N, OH, OW, C]): the value of the
+// window's first maximum (0 for a window entirely in padding, which TensorFlow's padding never makes).
+template <class T>
+D9M_HD inline T pool_at(const Geometry& g, const T* in, std::int64_t o) {
+  const std::int64_t c = o % g.c, ow = (o / g.c) % g.x.out, oh = (o / g.c / g.x.out) % g.y.out,
+                     n = o / g.c / g.x.out / g.y.out;
+  const std::int64_t at = argmax(g, in, n, oh, ow, c);
+  return at < 0 ? T{} : in[at];
+}
+
+// maxpool2d in map form (kernels/common/map_variants.h): one item per output element.
+template <class T>
+struct PoolMap {
+  Geometry g;
+  const T* input;
+  std::size_t n;
+  explicit PoolMap(const KernelArgs& a)
+      : g(a.problem.geom<Geometry>()), input(a.in<T>(0)), n(static_cast<std::size_t>(a.problem.output.numel())) {}
+  std::size_t items() const { return n; }
+  D9M_HD void operator()(std::size_t o, T* out) const { out[o] = pool_at(g, input, static_cast<std::int64_t>(o)); }
+};
 
 // Scatter form: source = one window (n, oh, ow, c) in flat NHWC order of grad; it adds its
 // gradient at the window's first maximum.

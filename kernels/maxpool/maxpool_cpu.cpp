@@ -1,12 +1,16 @@
-// CPU variants of maxpool2d_bwd. Source = one window (n, oh, ow, c) in flat NHWC order of grad.
+// CPU variants of maxpool2d (map form: kernels/common/map_variants.h) and maxpool2d_bwd (source =
+// one window (n, oh, ow, c) in flat NHWC order of grad).
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
 #include "kernels/common/float_dispatch.h"
+#include "kernels/common/map_variants.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/maxpool/maxpool.h"
 
 namespace d9m::maxpool {
+
+D9M_REGISTER_VARIANTS(map::cpu_variants<PoolMap>("maxpool2d", 64));
 
 // Output starts at zero: positions that are no window's maximum get no gradient.
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(

@@ -1,11 +1,14 @@
-// CUDA variants of maxpool2d_bwd: the framework kernel's atomicAdd at the argmax, and the
-// sort-based ordered form.
+// CUDA variants of maxpool2d (a thread per output, cpu.serial's code) and maxpool2d_bwd: the
+// framework kernel's atomicAdd at the argmax, and the sort-based ordered form.
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
 #include "kernels/common/float_dispatch.h"
+#include "kernels/common/map_variants_cuda.cuh"
 #include "kernels/maxpool/maxpool.h"
 
 namespace d9m::maxpool {
+
+D9M_REGISTER_VARIANTS(map::cuda::cuda_variants<PoolMap>("maxpool2d"));
 
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "maxpool2d_bwd", [](const KernelArgs& a, accumulate::Order order) {

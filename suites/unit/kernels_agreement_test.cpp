@@ -252,6 +252,14 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     // The exact logits make log_softmax exact in f32 (loss_ops.cpp: one logit 0, the others -128 k).
     {"softmax_cross_entropy", {{"n", 1000}, {"classes", 7}, {"weighted", true}, {"ignored_percent", 10}}},
     {"softmax_cross_entropy", {{"n", 64}, {"classes", 5}, {"h", 8}, {"w", 8}, {"ignored_percent", 10}, {"reduction", "sum"}}},
+    // No sums across outputs: every variant computes each element, window or row with the same
+    // code, so exact inputs only confirm it (the weight sum of the gradient's mean is one order).
+    {"relu", {{"n", 4}, {"h", 8}, {"w", 8}, {"c", 5}}},
+    {"relu_grad", {{"n", 4}, {"h", 8}, {"w", 8}, {"c", 5}}},
+    {"maxpool2d", {{"n", 2}, {"h", 16}, {"w", 16}, {"c", 4}, {"ksize_h", 3}, {"ksize_w", 3}, {"stride_h", 1}, {"stride_w", 1}, {"padding", "SAME"}, {"levels", 3}}},
+    {"softmax_cross_entropy_grad", {{"n", 1000}, {"classes", 7}, {"weighted", true}, {"ignored_percent", 10}}},
+    {"softmax_cross_entropy_grad", {{"n", 64}, {"classes", 5}, {"h", 8}, {"w", 8}, {"ignored_percent", 10}, {"reduction", "sum"}}},
+    {"sgd_update", {{"n", 10007}, {"lr", 0.5}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

@@ -34,11 +34,18 @@ const std::set<std::string> kDesignOps = {
     // still raise in deterministic mode.
     "resize_bicubic_grad", "resize_trilinear_grad", "reflection_pad2d_bwd", "replication_pad2d_bwd",
     "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "max_pool3d_bwd",
-    "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy", "ctc_loss_bwd"};
+    "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy", "ctc_loss_bwd",
+    // The steps of a training-step pipeline (a small CNN's forward, loss, backward and update)
+    // that the catalogue lacked.
+    "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
-// stay deterministic): these have a cpu.atomic variant.
-const std::set<std::string> kForwardOnly = {"resize_bilinear", "resize_nearest", "crop_and_resize", "symv", "sdpa"};
+// stay deterministic): these have a cpu.atomic variant. The others: forward ops that gather, and
+// ops with no sum across outputs at all (elementwise relu, relu_grad and sgd_update, maxpool2d's
+// selection, softmax_cross_entropy_grad's independent rows after one fixed-order weight sum), where
+// no framework kernel uses atomics and an atomic variant would have nothing to race on.
+const std::set<std::string> kForwardOnly = {"resize_bilinear", "resize_nearest", "crop_and_resize", "symv", "sdpa",
+                                            "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update"};
 
 TEST(Registry, HoldsEveryOpOfTheDesign) {
   for (const auto& name : kDesignOps) EXPECT_NE(Registry::global().find_op(name), nullptr) << name;
