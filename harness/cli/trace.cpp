@@ -37,8 +37,8 @@ void add_trace(CLI::App& app, std::vector<Verb>& verbs) {
   auto* c = trace->add_subcommand(
       "diff", "compare two traces op by op; the first op with bit-equal inputs and a differing output is the source (exit 1)");
   c->add_option("a", o->a,
-                "STORE[@run:ID][#TRIAL] (default: --db; the newest run with traces, trial 0 against the first trial whose state "
-                "differs)");
+                "STORE[@run:ID][#TRIAL] (default: --db; the newest run with traces, trial 0 against the first trial whose "
+                "trajectory differs)");
   c->add_option("b", o->b, "STORE[@run:ID][#TRIAL]: the other side (default: the same run)");
   c->add_option("--db", o->db, "store file when no operand is given");
   c->add_option("--pipeline", o->pipeline, "only pipelines matching this glob");

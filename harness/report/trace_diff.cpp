@@ -275,7 +275,7 @@ std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<Tr
     if (b && b->trial) {
       tb = *b->trial;
     } else if (!b || (sb.run_id == sa.run_id && cb->case_id == ca.case_id)) {
-      // One run: trial ta against the first trial whose state differs from it, else the next one.
+      // One run: trial ta against the first trial whose trajectory differs from it, else the next one.
       const std::vector<std::string> digests = sa.trial_digests(ca.case_id);
       tb = -1;
       for (std::size_t t = 0; t < digests.size() && ta < static_cast<std::int64_t>(digests.size()); ++t)
@@ -317,8 +317,8 @@ std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs) {
   for (const TraceDiff& d : diffs) {
     m += "\n## pipeline " + d.pipeline + " (setting " + d.setting_a + (d.setting_b != d.setting_a ? " / " + d.setting_b : "") + ", " +
          d.config + ", " + std::to_string(d.ops_per_step) + " ops per step)\n\n";
-    m += "# a: " + side_text(d.a) + "   state " + short_id(d.a.state_digest) + "\n";
-    m += "# b: " + side_text(d.b) + "   state " + short_id(d.b.state_digest) + "\n\n";
+    m += "# a: " + side_text(d.a) + "   trial digest " + short_id(d.a.trial_digest) + "\n";
+    m += "# b: " + side_text(d.b) + "   trial digest " + short_id(d.b.trial_digest) + "\n\n";
     if (d.source) {
       const TraceOpRow& r = d.source->row;
       m += "**Source:** step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" + r.name + "` (" + r.op + ", " +
@@ -352,7 +352,7 @@ json diff_json(const std::optional<DiffStats>& d) {
 json opt_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json side_json(const TraceSideInfo& s) {
-  return {{"store", s.store}, {"run", s.run_id}, {"case_id", s.case_id}, {"trial", s.trial}, {"state_digest", s.state_digest}};
+  return {{"store", s.store}, {"run", s.run_id}, {"case_id", s.case_id}, {"trial", s.trial}, {"trial_digest", s.trial_digest}};
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ TraceOperand parse_trace_operand(const std::string& text);
 struct TraceSideInfo {
   std::string store, run_id, case_id, started_at;
   std::int64_t trial = 0;
-  std::string state_digest;  // the trial's digest: the state the steps left
+  std::string trial_digest;  // the trial's digest: its trajectory (harness/exec/pipeline_exec.h)
 };
 
 struct TraceOpRow {
@@ -61,7 +61,7 @@ struct TraceDiff {
 
 // Every pipeline case of A's run (those named by `pipeline`, `setting` globs when given) diffed
 // with the same pipeline case in B's run. With one operand (b empty), B is A's run too, trial
-// 0 against the first trial whose state differs (else trial 1). Bad operands, a trace from
+// 0 against the first trial whose trajectory differs (else trial 1). Bad operands, a trace from
 // another pipeline or other inputs are Error(usage); an unreadable store Error(environment).
 std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
                                    const std::string& setting_glob);

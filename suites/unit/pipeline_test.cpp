@@ -204,7 +204,7 @@ TEST_F(PipelineRunTest, TraceDiffNamesTheRacingOpAtTheFirstStepItsOutputDiffered
   // After the source the difference propagates: move_b and move_x of that step read it.
   EXPECT_GE(d.propagated, 2);
   // Trial B is the first trial whose trajectory differs from trial 0's.
-  EXPECT_NE(d.a.state_digest, d.b.state_digest);
+  EXPECT_NE(d.a.trial_digest, d.b.trial_digest);
   const std::string md = render_trace_diff_markdown(diffs);
   EXPECT_NE(md.find("**Source:** step " + std::to_string(d.source->row.step) + ", op 0 `grad`"), std::string::npos) << md;
   EXPECT_NE(render_trace_diff_html(diffs).find("<svg"), std::string::npos);
