@@ -45,12 +45,13 @@ std::string to_string(Role r) {
     case Role::vendor: return "vendor";
     case Role::autotune: return "autotune";
     case Role::control: return "control";
+    case Role::program: return "program";
   }
   return "unset";
 }
 
 std::optional<Role> role_from_string(const std::string& s) {
-  for (Role r : {Role::reference, Role::atomic, Role::ordered, Role::vendor, Role::autotune, Role::control})
+  for (Role r : {Role::reference, Role::atomic, Role::ordered, Role::vendor, Role::autotune, Role::control, Role::program})
     if (s == to_string(r)) return r;
   return std::nullopt;
 }

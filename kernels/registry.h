@@ -165,8 +165,9 @@ enum class ClaimSource { design, vendor_doc, vendor_api };
 //   vendor     library code (cuDNN, cuBLAS, CUB, cuSPARSE)
 //   autotune   a library choosing its algorithm by timing
 //   control    exists to test the harness itself (fault injection), not the op
+//   program    a user's own program, run by `d9m exec` (never registered: a role of stored cases)
 // `unset` is only the default of the field: the registry refuses a variant that leaves it.
-enum class Role { unset, reference, atomic, ordered, vendor, autotune, control };
+enum class Role { unset, reference, atomic, ordered, vendor, autotune, control, program };
 
 std::string to_string(Backend b);
 std::string to_string(Determinism d);

@@ -95,7 +95,8 @@ int list(const ListOptions& o) {
     std::cout << json_text(out, 2) << "\n";
     return 0;
   }
-  std::printf("# catalogue %s (sha256 %.12s), %zu cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size());
+  std::printf("# catalogue %s (sha256 %.12s), %zu cases, %zu pipeline cases\n", cat.source.c_str(), cat.digest.c_str(), cases.size(),
+              pipelines.size());
   for (const auto& op : Registry::global().ops()) {
     if (!selected(op)) continue;
     std::string dtypes;

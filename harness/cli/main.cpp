@@ -27,6 +27,7 @@ int main_impl(int argc, char** argv) {
   add_attest(app, verbs);
   add_verify(app, verbs);
   add_trace(app, verbs);
+  add_exec(app, verbs, std::vector<std::string>(argv, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

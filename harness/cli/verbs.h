@@ -28,5 +28,6 @@ void add_baseline(CLI::App& app, std::vector<Verb>& verbs);
 void add_attest(CLI::App& app, std::vector<Verb>& verbs);
 void add_verify(CLI::App& app, std::vector<Verb>& verbs);
 void add_trace(CLI::App& app, std::vector<Verb>& verbs);
+void add_exec(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::string>& argv);
 
 }  // namespace d9m::cli

@@ -112,6 +112,22 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
       if (have->dtype != want.dtype || have->numel() != want.numel())
         v.fail(ip, "\"" + name + "\" is " + describe(*have) + ", but " + step.config.op->name + "'s input " + want.name + " is " +
                        describe(want));
+      // Integer tensors are indices, ids and labels, valid only for the ranges their maker's
+      // parameters give (scatter rows, classes, segments): one read by an op of other parameters
+      // could index out of bounds. So they are state, made by a fill, and read only by ops with
+      // the filling op's parameters (a loss and its gradient share their labels).
+      if (want.dtype == DType::i32) {
+        const auto st = state_index.find(name);
+        if (st == state_index.end())
+          v.fail(ip, "\"" + name + "\" is an integer tensor (" + want.name + ") written by an op: integer inputs (indices, ids, labels) "
+                     "must be state made by a fill, whose values the filling op's parameters bound");
+        const PipelineStep* maker = st->second < pl.state.size() && pl.state[st->second].filled_by < pl.ops.size()
+                                        ? &pl.ops[pl.state[st->second].filled_by] : nullptr;
+        if (maker && maker->config.params_json != step.config.params_json)
+          v.fail(ip, "\"" + name + "\" is an integer tensor made by the fill of " + maker->name + " (" + maker->config.op->name +
+                     " " + json_text(maker->config.params_json) + "): its values are valid for those parameters only, and " +
+                     step.config.op->name + " here has " + json_text(step.config.params_json));
+      }
       step.inputs.push_back(name);
     }
     step.output = v.string_field(o, sp, "output");
@@ -119,6 +135,8 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
     if (auto it = state_index.find(step.output); it != state_index.end()) {
       PipelineState& st = pl.state[it->second];
       const TensorDesc& out = problem.output;
+      if (st.desc.dtype == DType::i32)
+        v.fail(sp + ".output", "writes integer state \"" + st.name + "\" (indices, ids or labels): only a fill makes those");
       if (out.dtype != st.desc.dtype || out.numel() != st.desc.numel())
         v.fail(sp + ".output", "writes state \"" + st.name + "\" (" + describe(st.desc) + ") with " + describe(out) +
                                    ": an update must keep the dtype and the element count");

@@ -156,10 +156,16 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
     kept += p.output.bytes();
   }
   kept *= static_cast<std::uint64_t>(pl.steps);
-  if (const auto free = host_memory_free(); free && kept > *free / 2) {
+  // The trace rows wait in memory for the case's one transaction: about 512 bytes each (four
+  // digests, names, the input digests' JSON).
+  const std::uint64_t rows = static_cast<std::uint64_t>(trials) * static_cast<std::uint64_t>(pl.steps) * pl.ops.size();
+  const std::uint64_t trace_bytes = rows * 512;
+  if (const auto free = host_memory_free(); free && kept + trace_bytes > *free / 2) {
     r.kind = CaseExecution::Kind::unsupported;
-    r.detail = "keeping trial 0's outputs of every step and op, for the later trials' diff stats, needs about " +
-               memory_text(kept) + " of host memory; " + memory_text(*free) + " is free (fewer steps fit)";
+    r.detail = "keeping trial 0's outputs of every step and op (for the later trials' diff stats, " + memory_text(kept) + ") and " +
+               std::to_string(rows) + " trace rows until they are stored (" + memory_text(trace_bytes) + ") needs about " +
+               memory_text(kept + trace_bytes) + " of host memory; " + memory_text(*free) +
+               " is free, and half of it may be used (fewer steps or trials fit)";
     return out;
   }
 

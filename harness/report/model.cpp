@@ -32,7 +32,7 @@ int weight(Status s) {
 
 // Who may be offered as the deterministic fix: not the serial reference (one thread by
 // definition), not a control, not a variant whose role this d9m does not know.
-bool may_be_a_solution(Role r) { return r != Role::reference && r != Role::control && r != Role::unset; }
+bool may_be_a_solution(Role r) { return r != Role::reference && r != Role::control && r != Role::program && r != Role::unset; }
 
 // a, b, ..., z, aa, ab, ...
 std::string footnote_key(std::size_t i) {

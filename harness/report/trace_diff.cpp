@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/core/digest.h"
 #include "harness/core/catalog.h"
 #include "harness/core/error.h"
 #include "harness/core/escape.h"
@@ -42,12 +43,14 @@ TraceOperand parse_trace_operand(const std::string& text) {
       o.trial = std::stoll(n);
       rest = rest.substr(0, hash);
     }
-    if (const auto at = rest.rfind("@run:"); at != std::string::npos) {
+    const auto slash = rest.rfind('/');
+    if (const auto at = rest.rfind("@run:"); at != std::string::npos && (slash == std::string::npos || at > slash)) {
       o.run_prefix = rest.substr(at + 5);
       if (o.run_prefix.empty()) fail_usage(text + ": expected a run id prefix after @run:");
       rest = rest.substr(0, at);
     }
   }
+  if (rest.empty()) fail_usage("\"" + text + "\": expected STORE[@run:ID][#TRIAL], with a store before '@' or '#'");
   o.store = rest;
   return o;
 }
@@ -64,13 +67,19 @@ struct TraceRow {
   std::optional<DiffStats> diff;
 };
 
+Store open_store(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail_usage(path + ": a folder, not a store");
+  return Store::open(path, Store::Mode::read_only);
+}
+
 // One operand's store, run and the pipeline cases in it.
 struct Side {
   TraceOperand operand;
   Store store;
   std::string run_id, started_at;
 
-  explicit Side(const TraceOperand& o) : operand(o), store(Store::open(o.store, Store::Mode::read_only)) {
+  explicit Side(const TraceOperand& o) : operand(o), store(open_store(o.store)) {
     if (!has_column(store.db(), "trace", "chain"))
       fail_usage(o.store + ": no pipeline traces: the store is of schema " + std::to_string(store.schema_version()) +
                  ", before traces (run a pipeline with this d9m to make some)");
@@ -95,7 +104,7 @@ struct Side {
 
   std::vector<CaseRow> pipeline_cases() const {
     sql::Statement s(store.db(), "SELECT c.id, c.op, c.variant, c.config, c.config_id, c.params, c.input_digest FROM case_runs cr"
-                                 " JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? AND substr(c.op, 1, 9) = 'pipeline:'"
+                                 " JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? AND (substr(c.op, 1, 9) = 'pipeline:' OR substr(c.op, 1, 5) = 'exec:')"
                                  " AND EXISTS (SELECT 1 FROM trace t WHERE t.run_id = cr.run_id AND t.case_id = cr.case_id)"
                                  " ORDER BY cr.seq");
     s.bind(1, run_id);
@@ -152,9 +161,12 @@ std::set<std::string> updated_state(const json& definition) {
 
 std::string short_id(const std::string& id) { return id.substr(0, 12); }
 
+// "pipeline:cnn" -> "cnn"; a program's trace ("exec:train.py") keeps its prefix.
+std::string pipeline_name(const std::string& op) { return op.rfind("pipeline:", 0) == 0 ? op.substr(9) : op; }
+
 TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Side& sb, const CaseRow& cb, std::int64_t tb) {
   TraceDiff d;
-  d.pipeline = ca.op.substr(9);
+  d.pipeline = pipeline_name(ca.op);
   d.setting_a = ca.variant;
   d.setting_b = cb.variant;
   d.config = ca.config;
@@ -168,12 +180,21 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
   d.a = side(sa, ca, ta, da);
   d.b = side(sb, cb, tb, db);
   const std::vector<TraceRow> ra = sa.trace(ca.case_id, ta), rb = sb.trace(cb.case_id, tb);
+  // A trial's digest is its trajectory (harness/exec/pipeline_exec.h): a trace that does not give
+  // it back is not that trial's.
+  for (const auto& [rows, who] : {std::pair{&ra, &d.a}, std::pair{&rb, &d.b}}) {
+    std::string all;
+    for (const auto& r : *rows) all += r.digest + "\n";
+    if (digest_v1(all.data(), all.size()).hex() != who->trial_digest)
+      fail_usage(who->store + ": the trace of trial " + std::to_string(who->trial) + " of run " + short_id(who->run_id) +
+                 " does not give its trial digest " + short_id(who->trial_digest) + " (edited? `d9m verify` says where)");
+  }
   if (ra.size() != rb.size())
     fail_usage("the traces of " + ca.op + " differ in length (" + std::to_string(ra.size()) + " and " + std::to_string(rb.size()) +
                " op rows): not the same pipeline run");
   // Element counts are stored against trial 0 of the same run: they describe b against a
   // exactly when a is that trial 0.
-  d.stats_known = ta == 0 && sa.run_id == sb.run_id && ca.case_id == cb.case_id &&
+  d.stats_known = ca.op.rfind("pipeline:", 0) == 0 && ta == 0 && sa.run_id == sb.run_id && ca.case_id == cb.case_id &&
                   real_path(sa.operand.store) == real_path(sb.operand.store);
   const json definition = parse_stored_json(ca.params);
   const std::set<std::string> params = updated_state(definition);
@@ -210,15 +231,33 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
     if (d.source) {
       d.propagated += !row.output_equal;
     } else if (row.inputs_equal && !row.output_equal) {
-      TraceSource src{row, "", "", ""};
-      if (const VariantDef* v = Registry::global().find_variant(x.op, y.variant)) {
-        src.claim_determinism = to_string(v->claim.determinism);
-        src.claim_source = to_string(v->claim.source);
-        src.claim_reason = v->claim.reason;
-      } else {
-        src.claim_determinism = "unknown";
-        src.claim_reason = "variant not in this build";
-      }
+      TraceSource src;
+      src.row = row;
+      // The claim of the side whose variant is not claimed deterministic, where the two differ
+      // (b's otherwise): that is the one the evidence speaks against or for.
+      auto claim_of = [&](const std::string& variant) {
+        const VariantDef* v = Registry::global().find_variant(x.op, variant);
+        if (v) return v->claim;
+        return Claim{Determinism::unknown, ClaimSource::design,
+                     ca.op.rfind("exec:", 0) == 0 ? "an op of the program's own framework: d9m makes no claim about it"
+                                                   : "variant not in this build"};
+      };
+      const Claim cb_claim = claim_of(y.variant), ca_claim = claim_of(x.variant);
+      const Claim& c = cb_claim.determinism == Determinism::deterministic && ca_claim.determinism != Determinism::deterministic
+                           ? ca_claim : cb_claim;
+      src.claim_variant = &c == &ca_claim ? x.variant : y.variant;
+      src.claim_determinism = to_string(c.determinism);
+      src.claim_source = to_string(c.source);
+      src.claim_reason = c.reason;
+      d.source = std::move(src);
+    } else if (!row.inputs_equal && ca.op.rfind("exec:", 0) == 0) {
+      // A program's untraced code (or another process's data) changed an input: the divergence
+      // entered outside the traced ops, before this one.
+      TraceSource src;
+      src.row = row;
+      src.outside = true;
+      src.claim_determinism = "unknown";
+      src.claim_reason = "the inputs of this op already differ, and no traced op before it does";
       d.source = std::move(src);
     } else if (!row.inputs_equal && !d.source) {
       fail_usage("the traces of " + ca.op + " disagree with themselves: op " + x.name + " at step " + std::to_string(x.step) +
@@ -234,7 +273,9 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
     d.notes.push_back("the two sides run other variants at " + list +
                       ": a difference there may be the variants', not a race");
   }
-  if (!d.stats_known)
+  if (ca.op.rfind("exec:", 0) == 0)
+    d.notes.push_back("a program's trace (d9m exec, the PyTorch hook) holds digests, not values: the chart counts differing outputs");
+  else if (!d.stats_known)
     d.notes.push_back("element counts and ULPs are stored against trial 0 of the same run only: here the chart counts differing "
                       "outputs");
   return d;
@@ -250,7 +291,7 @@ std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<Tr
   std::vector<TraceDiff> out;
   const std::vector<CaseRow> cases_b = sb.pipeline_cases();
   for (const CaseRow& ca : sa.pipeline_cases()) {
-    if (!glob_match(pipeline_glob, ca.op.substr(9)) || !glob_match(setting_glob, ca.variant)) continue;
+    if (!glob_match(pipeline_glob, pipeline_name(ca.op)) || !glob_match(setting_glob, ca.variant)) continue;
     // The same pipeline case on the other side: the same setting, else the same pipeline
     // definition under another setting when the operands name one of each.
     const CaseRow* cb = nullptr;
@@ -310,20 +351,30 @@ std::string stats_text(const std::optional<DiffStats>& d) {
 
 std::string opt_text(const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : "?"; }
 
+// "cpu.atomic", or "cpu.ordered on a, test.flip_at_call on b" where the sides run other variants.
+std::string variants_text(const TraceOpRow& r) {
+  return r.variant_a == r.variant_b ? r.variant_b : r.variant_a + " on a, " + r.variant_b + " on b";
+}
+
 }  // namespace
 
 std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs) {
   std::string m = "# d9m trace diff\n";
   for (const TraceDiff& d : diffs) {
-    m += "\n## pipeline " + d.pipeline + " (setting " + d.setting_a + (d.setting_b != d.setting_a ? " / " + d.setting_b : "") + ", " +
+    m += std::string("\n## ") + (d.pipeline.rfind("exec:", 0) == 0 ? "program " : "pipeline ") + d.pipeline + " (setting " + d.setting_a + (d.setting_b != d.setting_a ? " / " + d.setting_b : "") + ", " +
          d.config + ", " + std::to_string(d.ops_per_step) + " ops per step)\n\n";
     m += "# a: " + side_text(d.a) + "   trial digest " + short_id(d.a.trial_digest) + "\n";
     m += "# b: " + side_text(d.b) + "   trial digest " + short_id(d.b.trial_digest) + "\n\n";
     if (d.source) {
       const TraceOpRow& r = d.source->row;
-      m += "**Source:** step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" + r.name + "` (" + r.op + ", " +
-           r.variant_b + "): its inputs are bit-equal on both sides and its output differs" + stats_text(r.diff) + ".\n\n";
-      m += "Claim of " + r.variant_b + ": " + d.source->claim_determinism +
+      if (d.source->outside)
+        m += "**Source: outside the traced ops**, before step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" +
+             r.name + "` (" + r.op + "): its inputs already differ and no traced op before it does (untraced code, or data "
+             "from outside the program, diverged).\n\n";
+      else
+        m += "**Source:** step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" + r.name + "` (" + r.op + ", " +
+             variants_text(r) + "): its inputs are bit-equal on both sides and its output differs" + stats_text(r.diff) + ".\n\n";
+      m += "Claim of " + d.source->claim_variant + ": " + d.source->claim_determinism +
            (d.source->claim_source.empty() ? "" : " (" + d.source->claim_source + ")") + ": " + d.source->claim_reason + "\n\n";
       m += "Propagated: " + std::to_string(d.propagated) + " differing op output(s) after it.\n\n";
     } else {
@@ -365,9 +416,9 @@ std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs) {
               {"propagated", d.propagated}, {"notes", d.notes}, {"source", nullptr}, {"steps", json::array()}};
     if (d.source) {
       const TraceOpRow& r = d.source->row;
-      j["source"] = {{"step", r.step},          {"position", r.position}, {"name", r.name}, {"op", r.op},
-                     {"variant", r.variant_b},  {"diff", diff_json(r.diff)},
-                     {"claim", {{"determinism", d.source->claim_determinism}, {"source", d.source->claim_source},
+      j["source"] = {{"step", r.step},          {"position", r.position}, {"name", r.name}, {"op", r.op}, {"outside", d.source->outside},
+                     {"variant", r.variant_b}, {"variant_a", r.variant_a}, {"diff", diff_json(r.diff)},
+                     {"claim", {{"variant", d.source->claim_variant}, {"determinism", d.source->claim_determinism}, {"source", d.source->claim_source},
                                 {"reason", d.source->claim_reason}}}};
     }
     for (const auto& s : d.by_step)
@@ -469,8 +520,8 @@ std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
     h += "<p>a: " + xml_escape(side_text(d.a)) + "<br>b: " + xml_escape(side_text(d.b)) + "</p>\n";
     if (d.source) {
       const TraceOpRow& r = d.source->row;
-      h += "<p class=\"src\" id=\"source\"><b>Source:</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
-           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + ", " + xml_escape(r.variant_b) +
+      h += std::string("<p class=\"src\" id=\"source\"><b>Source") + (d.source->outside ? " (outside the traced ops, before this one)" : "") + ":</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
+           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + ", " + xml_escape(variants_text(r)) +
            "): inputs bit-equal, output differs" + xml_escape(stats_text(r.diff)) + ". Claim: " + xml_escape(d.source->claim_determinism) +
            ": " + xml_escape(d.source->claim_reason) + ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.</p>\n";
     } else {

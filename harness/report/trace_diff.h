@@ -45,7 +45,11 @@ struct StepDivergence {
 
 struct TraceSource {
   TraceOpRow row;
-  std::string claim_determinism, claim_source, claim_reason;  // the variant's claim, as this build registers it
+  // The row's inputs differ though no traced op before it did (a program's trace from d9m exec):
+  // the divergence entered outside the traced ops, before this one.
+  bool outside = false;
+  std::string claim_variant;  // whose claim follows: b's, or a's where only a's is not claimed deterministic
+  std::string claim_determinism, claim_source, claim_reason;  // that variant's claim, as this build registers it
 };
 
 struct TraceDiff {

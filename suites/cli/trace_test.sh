@@ -116,6 +116,8 @@ cp "$T/s.sqlite" "$T/before.sqlite"
 "$D9M" trace diff "$T/s.sqlite@run:ffff" 2> "$T/err"; check "no such run" 2 $? "$T/err" "no run with id prefix 'ffff'"
 "$D9M" trace diff "$T/s.sqlite" --pipeline nope 2> "$T/err"; check "no such pipeline" 2 $? "$T/err" 'no pipeline trace matching --pipeline nope'
 "$D9M" trace diff "$T/missing.sqlite" 2> "$T/err"; check "missing store" 3 $? "$T/err" 'missing.sqlite'
+"$D9M" trace diff '#1' 2> "$T/err"; check "no store before #" 2 $? "$T/err" 'with a store before'
+"$D9M" trace diff "$T" 2> "$T/err"; check "a folder" 2 $? "$T/err" 'a folder, not a store'
 sed 's/"steps": 3/"steps": 4/' "$T/p.json" > "$T/p4.json"
 "$D9M" run --catalog "$T/p4.json" -n 2 --db "$T/other.sqlite" --no-canaries --pipeline bias_fit -q 2> /dev/null
 "$D9M" trace diff "$T/s.sqlite" "$T/other.sqlite" 2> "$T/err"; check "a trace of another pipeline" 2 $? "$T/err" 'is another pipeline'

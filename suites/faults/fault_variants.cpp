@@ -78,12 +78,13 @@ D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_bits", .backe
 // of this process numbered D9M_TEST_FLIP_CALL (from 1), by the lowest bit of its first element. In
 // a pipeline that call is a known (trial, step), which `d9m trace diff` must name as the source.
 std::atomic<long> flip_calls{0};
+Claim flip_claim() { return Claim{Determinism::deterministic, ClaimSource::design, "fault injection: one bit flipped in one call"}; }
+void flip_at_call(const KernelArgs& a) {
+  serial(a);
+  const char* at = std::getenv("D9M_TEST_FLIP_CALL");
+  if (at && flip_calls.fetch_add(1) + 1 == std::atol(at)) a.out<std::uint32_t>()[0] ^= 1u;
+}
 D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.flip_at_call", .backend = Backend::cpu, .role = Role::control,
-                        .claim = {Determinism::deterministic, ClaimSource::design, "fault injection: one bit flipped in one call"},
-                        .run = [](const KernelArgs& a) {
-                          serial(a);
-                          const char* at = std::getenv("D9M_TEST_FLIP_CALL");
-                          if (at && flip_calls.fetch_add(1) + 1 == std::atol(at)) a.out<std::uint32_t>()[0] ^= 1u;
-                        }}});
+                        .claim = flip_claim(), .run = flip_at_call}});
 
 }  // namespace d9m::faults

@@ -101,6 +101,19 @@ TEST(PipelineCatalog, RefusesBadPipelinesNamingTheField) {
             std::string::npos);
 }
 
+// Integer tensors are indices: one made for 16 rows must not reach an op of 4 (it would index out of
+// bounds), and no op may write one (its values would not be checked).
+TEST(PipelineCatalog, IntegerTensorsAreReadOnlyByOpsOfTheParametersThatMadeThem) {
+  const std::string text = R"({"schema": "d9m.catalog/1", "pipelines": [{"name": "p", "ops": [
+      {"name": "big", "op": "scatter_add", "params": {"rows": 16, "depth": 2, "updates": 8}, "inputs": ["ref", "idx", "upd"],
+       "output": "ref", "variant": "cpu.serial"},
+      {"name": "small", "op": "scatter_add", "params": {"rows": 4, "depth": 2, "updates": 8}, "inputs": ["r2", "idx", "upd"],
+       "output": "r2", "variant": "cpu.serial"}]}]})";
+  EXPECT_NE(usage_error(text).find("pipelines[0].ops[1].inputs[1]: \"idx\" is an integer tensor made by the fill of big"),
+            std::string::npos)
+      << usage_error(text);
+}
+
 class PipelineRunTest : public test::ScratchDirTest {
  protected:
   PipelineRunTest() : ScratchDirTest("pipeline") {}
@@ -170,6 +183,25 @@ TEST_F(PipelineRunTest, VerifyFindsAnEditedOrDeletedTraceRowAndMergeCarriesTheTr
     sql::exec(s.db(), "DELETE FROM trace WHERE trial = 1 AND step = 1 AND position = 2");
     EXPECT_FALSE(verify_store(s).problems.empty());
   }
+  // trace diff reads the trace against the trial digest too: the edited row is not trial 1's.
+  try {
+    diff_traces(parse_trace_operand(db), std::nullopt, "*", "*");
+    ADD_FAILURE() << "trace diff read an edited trace";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not give its trial digest"), std::string::npos) << e.what();
+  }
+}
+
+// Every trace row waits in memory for its case's transaction: a pipeline whose rows would not fit
+// is refused before it starts, naming the rows and the memory.
+TEST_F(PipelineRunTest, APipelineWhoseTraceWouldNotFitIsUnsupportedNamingTheRows) {
+  const Catalog cat = parse_catalog(bias_pipeline("cpu.ordered", 100000), "p.json", Registry::global());
+  const RunSummary r = run(cat, path("p.sqlite"), 1 << 20);
+  EXPECT_EQ(r.by_status[static_cast<int>(Status::unsupported)], 1);
+  Store s = Store::open(path("p.sqlite"), Store::Mode::read_only);
+  sql::Statement d(s.db(), "SELECT detail FROM case_runs");
+  ASSERT_TRUE(d.step());
+  EXPECT_NE(d.text(0).find("314572800000 trace rows"), std::string::npos) << d.text(0);
 }
 
 TEST_F(PipelineRunTest, TraceDiffNamesTheRacingOpAtTheFirstStepItsOutputDiffered) {

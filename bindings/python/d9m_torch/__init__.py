@@ -1,0 +1,90 @@
+"""d9m's PyTorch hook: every op PyTorch dispatches, recorded as a d9m trace row.
+
+Under ``Trace`` each aten op (and each custom op) that runs is written, as it returns, to a JSON
+Lines file: its name, the device it ran on, the d9m-digest-v1 of each input tensor and of its
+output. ``d9m exec`` sets ``D9M_TRACE`` to such a file for every trial and stores the rows, so
+``d9m trace diff`` names the first op whose inputs were bit-equal and whose output differed.
+
+    import d9m_torch
+    with d9m_torch.Trace() as trace:        # writes to $D9M_TRACE (or the path given)
+        for step in range(steps):
+            train_step()
+            trace.next_step()
+
+The digest is d9m's (DESIGN.md "Digest: d9m-digest-v1"): the tensor's bytes, contiguous, in
+4096-byte leaves; XXH3-64 of each leaf as 8 little-endian bytes; XXH3-128 of those, as 32 hex
+digits, the same as d9m computes for a buffer on the CPU. An op with several tensor outputs gets
+the digest of their digests (each followed by a newline). CUDA tensors are copied to the host to
+be digested.
+"""
+import json
+import os
+import struct
+
+import torch
+import xxhash
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+__all__ = ["digest", "digest_bytes", "Trace"]
+
+_LEAF = 4096
+
+
+def digest_bytes(data: bytes) -> str:
+    """d9m-digest-v1 of a buffer, as 32 lowercase hex digits."""
+    leaves = b"".join(struct.pack("<Q", xxhash.xxh3_64_intdigest(data[i:i + _LEAF])) for i in range(0, len(data), _LEAF))
+    return xxhash.xxh3_128_hexdigest(leaves)
+
+
+def digest(t: torch.Tensor) -> str:
+    """d9m-digest-v1 of a tensor's bytes (row-major, its own dtype)."""
+    flat = t.detach().contiguous().cpu().reshape(-1)
+    if flat.numel() == 0:
+        return digest_bytes(b"")
+    return digest_bytes(flat.view(torch.uint8).numpy().tobytes())
+
+
+def _tensors(tree):
+    leaves, _ = tree_flatten(tree)
+    return [x for x in leaves if isinstance(x, torch.Tensor)]
+
+
+class Trace(TorchDispatchMode):
+    """Records every dispatched op while active. ``next_step()`` starts the next step."""
+
+    def __init__(self, path=None):
+        super().__init__()
+        self.path = path if path is not None else os.environ.get("D9M_TRACE")
+        if not self.path:
+            raise RuntimeError("d9m_torch.Trace: no path given and D9M_TRACE is not set (d9m exec sets it)")
+        self.step = 0
+        self.position = 0
+        self._out = None
+
+    def __enter__(self):
+        self._out = open(self.path, "a", encoding="utf-8")
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self._out.close()
+
+    def next_step(self):
+        self.step += 1
+        self.position = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        outputs = _tensors(result)
+        if outputs:
+            out = digest(outputs[0]) if len(outputs) == 1 else digest_bytes("".join(digest(o) + "\n" for o in outputs).encode())
+            devices = {t.device.type for t in outputs}
+            name = str(func)
+            self._out.write(json.dumps({"step": self.step, "position": self.position, "name": name, "op": name,
+                                        "variant": "torch." + "+".join(sorted(devices)),
+                                        "inputs": [digest(t) for t in _tensors((args, kwargs))], "digest": out}) + "\n")
+            self.position += 1
+        return result

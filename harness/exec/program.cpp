@@ -1,0 +1,464 @@
+#include "harness/exec/program.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
+#include "harness/core/files.h"
+#include "harness/core/fingerprint.h"
+#include "harness/core/json_text.h"
+#include "harness/exec/executor.h"
+
+namespace d9m {
+
+namespace {
+
+using nlohmann::json;
+
+std::string base_name(const std::string& p) {
+  const auto slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string command_text(const std::vector<std::string>& cmd) {
+  std::string out;
+  for (const auto& a : cmd) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+// A tensor of an output file: where its bytes are and what they are.
+struct Tensor {
+  std::string name, dtype, shape;
+  std::size_t offset = 0, bytes = 0, itemsize = 1;
+  std::optional<DType> d9m_dtype;  // when d9m knows the type (ULP distances)
+};
+
+std::optional<DType> dtype_of_code(const std::string& code) {
+  if (code == "f4" || code == "F32") return DType::f32;
+  if (code == "f2" || code == "F16") return DType::f16;
+  if (code == "f8" || code == "F64") return DType::f64;
+  if (code == "i4" || code == "I32") return DType::i32;
+  if (code == "BF16") return DType::bf16;
+  return std::nullopt;
+}
+
+std::size_t itemsize_of(const std::string& st_dtype) {
+  static const std::map<std::string, std::size_t> sizes = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1}, {"U8", 1},
+      {"U16", 2}, {"U32", 4}, {"U64", 8}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  const auto it = sizes.find(st_dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// .npy (format 1.0-3.0): the header's descr and shape; C order only, little-endian or bytes.
+Tensor npy_tensor(const std::string& file, const std::string& data) {
+  auto bad = [&](const std::string& why) { fail_usage(file + ": not a .npy file d9m reads: " + why); };
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) bad("no \\x93NUMPY magic");
+  const int major = static_cast<unsigned char>(data[6]);
+  std::size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(data[8]) | static_cast<std::size_t>(static_cast<unsigned char>(data[9])) << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) bad("truncated header");
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<std::size_t>(static_cast<unsigned char>(data[8 + i])) << (8 * i);
+    start = 12;
+  } else {
+    bad("format version " + std::to_string(major));
+  }
+  if (start + header_len > data.size()) bad("the header runs past the end of the file");
+  const std::string h = data.substr(start, header_len);
+  auto value_of = [&](const std::string& key) {
+    const auto k = h.find("'" + key + "'");
+    if (k == std::string::npos) bad("no '" + key + "' in the header");
+    const auto colon = h.find(':', k);
+    if (colon == std::string::npos) bad("no value for '" + key + "'");
+    return h.substr(colon + 1);
+  };
+  std::string descr = value_of("descr");
+  const auto q1 = descr.find('\'');
+  const auto q2 = q1 == std::string::npos ? q1 : descr.find('\'', q1 + 1);
+  if (q2 == std::string::npos) bad("descr is not a string");
+  descr = descr.substr(q1 + 1, q2 - q1 - 1);
+  if (value_of("fortran_order").find("True") < value_of("fortran_order").find(',')) bad("Fortran order");
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|')) bad("descr " + descr + " (little-endian or single-byte types only)");
+  std::string shape_part = value_of("shape");
+  const auto open = shape_part.find('('), close = shape_part.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) bad("shape is not a tuple");
+  std::vector<std::int64_t> shape;
+  std::size_t n = 1;
+  std::string digits;
+  for (char c : shape_part.substr(open + 1, close - open - 1) + ",") {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+      if (digits.size() > 12) bad("a dimension is too large");
+    } else if (c == ',' && !digits.empty()) {
+      shape.push_back(std::stoll(digits));
+      n *= static_cast<std::size_t>(shape.back());
+      digits.clear();
+    } else if (c != ' ' && c != ',' && c != 'L') {
+      bad("shape is not a tuple of integers");
+    }
+  }
+  Tensor t;
+  t.dtype = descr.substr(1);
+  t.itemsize = static_cast<std::size_t>(std::atoi(descr.c_str() + 2));
+  if (t.itemsize == 0 || t.itemsize > 16) bad("descr " + descr);
+  t.shape = shape_text(shape);
+  t.offset = start + header_len;
+  t.bytes = n * t.itemsize;
+  t.d9m_dtype = dtype_of_code(t.dtype);
+  if (t.offset + t.bytes != data.size())
+    bad("its data is " + std::to_string(data.size() - t.offset) + " bytes, the header says " + std::to_string(t.bytes));
+  return t;
+}
+
+// .safetensors: an 8-byte little-endian header length, a JSON header naming each tensor's dtype,
+// shape and byte range.
+std::vector<Tensor> safetensors_tensors(const std::string& file, const std::string& data) {
+  auto bad = [&](const std::string& why) { fail_usage(file + ": not a .safetensors file d9m reads: " + why); };
+  if (data.size() < 8) bad("shorter than its header length");
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(data[i])) << (8 * i);
+  if (n > data.size() - 8) bad("the header runs past the end of the file");
+  json header;
+  try {
+    header = parse_json_input(data.substr(8, n), file + " (header)");
+  } catch (const Error& e) {
+    bad(e.what());
+  }
+  if (!header.is_object()) bad("the header is not a JSON object");
+  std::vector<Tensor> out;
+  const std::size_t base = 8 + n;
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") continue;
+    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("data_offsets") ||
+        !v["data_offsets"].is_array() || v["data_offsets"].size() != 2 || !v["data_offsets"][0].is_number_unsigned() ||
+        !v["data_offsets"][1].is_number_unsigned())
+      bad("tensor \"" + name + "\" needs a dtype and two data_offsets");
+    Tensor t;
+    t.name = name;
+    t.dtype = v["dtype"].get<std::string>();
+    t.itemsize = itemsize_of(t.dtype);
+    if (!t.itemsize) bad("tensor \"" + name + "\" has dtype " + t.dtype);
+    std::vector<std::int64_t> shape;
+    if (v.contains("shape") && v["shape"].is_array())
+      for (const auto& d : v["shape"])
+        if (d.is_number_integer()) shape.push_back(d.get<std::int64_t>());
+    t.shape = shape_text(shape);
+    const auto b = v["data_offsets"][0].get<std::uint64_t>(), e = v["data_offsets"][1].get<std::uint64_t>();
+    if (b > e || e > data.size() - base) bad("tensor \"" + name + "\"'s data_offsets lie outside the file");
+    t.offset = base + b;
+    t.bytes = e - b;
+    t.d9m_dtype = dtype_of_code(t.dtype);
+    out.push_back(std::move(t));
+  }
+  std::sort(out.begin(), out.end(), [](const Tensor& a, const Tensor& b) { return a.name < b.name; });
+  return out;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<Tensor> tensors_of(const std::string& file, const std::string& data) {
+  if (ends_with(file, ".npy")) return {npy_tensor(file, data)};
+  if (ends_with(file, ".safetensors")) return safetensors_tensors(file, data);
+  Tensor raw;
+  raw.dtype = "uint8";
+  raw.shape = shape_text({static_cast<std::int64_t>(data.size())});
+  raw.bytes = data.size();
+  return {raw};
+}
+
+// Elements whose bytes differ; ULPs and |a-b| where d9m knows the type.
+DiffStats diff_bytes(const Tensor& t, const char* a, const char* b) {
+  if (t.d9m_dtype && t.bytes % dtype_size(*t.d9m_dtype) == 0)
+    return diff_outputs(*t.d9m_dtype, a, b, static_cast<std::int64_t>(t.bytes / dtype_size(*t.d9m_dtype)));
+  DiffStats d;
+  d.first_index = -1;
+  for (std::size_t i = 0; i < t.bytes / t.itemsize; ++i)
+    if (std::memcmp(a + i * t.itemsize, b + i * t.itemsize, t.itemsize) != 0) {
+      if (d.count++ == 0) d.first_index = static_cast<std::int64_t>(i);
+    }
+  return d;
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Runs the command once; Error(usage) when it does not exit 0.
+void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std::string& trace_path) {
+  const pid_t pid = ::fork();
+  if (pid < 0) fail_environment(std::string("cannot start a process: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setenv("D9M_TRIAL", std::to_string(trial).c_str(), 1);
+    ::setenv("D9M_TRACE", trace_path.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "d9m: exec: cannot run %s: %s\n", cmd[0].c_str(), std::strerror(errno));
+    std::_Exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) fail_environment(std::string("waiting for the program: ") + std::strerror(errno));
+  const std::string what = "trial " + std::to_string(trial) + ": `" + command_text(cmd) + "` ";
+  if (WIFSIGNALED(status)) fail_usage(what + "was killed by signal " + std::to_string(WTERMSIG(status)) + "; nothing was stored");
+  if (WEXITSTATUS(status) == 127) fail_usage(what + "could not be started (exit 127); nothing was stored");
+  if (WEXITSTATUS(status) != 0) fail_usage(what + "exited with status " + std::to_string(WEXITSTATUS(status)) + "; nothing was stored");
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& globs, std::int64_t trial) {
+  std::vector<std::string> files;
+  for (const auto& g : globs) {
+    glob_t gl{};
+    const int rc = ::glob(g.c_str(), 0, nullptr, &gl);
+    if (rc == GLOB_NOMATCH || gl.gl_pathc == 0) {
+      ::globfree(&gl);
+      fail_usage("trial " + std::to_string(trial) + ": --outputs '" + g + "' matched no file; nothing was stored");
+    }
+    for (std::size_t i = 0; i < gl.gl_pathc; ++i) files.emplace_back(gl.gl_pathv[i]);
+    ::globfree(&gl);
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+// The trace the hook wrote: one JSON object per line (bindings/python/d9m_torch).
+std::vector<TraceRecord> read_trace(const std::string& path, std::int64_t trial) {
+  std::vector<TraceRecord> rows;
+  const std::string text = read_input_file(path, "trace");
+  std::size_t line_no = 0, at = 0;
+  while (at < text.size()) {
+    const auto end = text.find('\n', at);
+    const std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string where = "trial " + std::to_string(trial) + "'s trace, line " + std::to_string(line_no);
+    const json j = parse_json_input(line, where);
+    auto bad = [&](const std::string& why) { fail_usage(where + ": " + why + "; nothing was stored"); };
+    if (!j.is_object()) bad("expected an object");
+    auto str = [&](const char* k) {
+      if (!j.contains(k) || !j[k].is_string()) bad(std::string("expected a string \"") + k + "\"");
+      return j[k].get<std::string>();
+    };
+    auto num = [&](const char* k) {
+      if (!j.contains(k) || !j[k].is_number_unsigned()) bad(std::string("expected a non-negative integer \"") + k + "\"");
+      return static_cast<std::int64_t>(j[k].get<std::uint64_t>());
+    };
+    auto hex = [&](const std::string& d) {
+      if (d.size() != 32 || !std::all_of(d.begin(), d.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+        bad("a digest is 32 lowercase hex digits, got \"" + d.substr(0, 40) + "\"");
+      return d;
+    };
+    TraceRecord r{trial, num("step"), num("position"), str("name"), str("op"), str("variant"), "", hex(str("digest")), std::nullopt};
+    if (!j.contains("inputs") || !j["inputs"].is_array()) bad("expected an array \"inputs\"");
+    json inputs = json::array();
+    for (const auto& d : j["inputs"]) {
+      if (!d.is_string()) bad("inputs holds digests");
+      inputs.push_back(hex(d.get<std::string>()));
+    }
+    r.inputs = json_text(inputs);
+    if (!rows.empty() && std::tie(r.step, r.position) <= std::tie(rows.back().step, rows.back().position))
+      bad("rows must come in increasing (step, position) order");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string trajectory(const std::vector<TraceRecord>& rows) {
+  std::string all;
+  for (const auto& r : rows) all += r.digest + "\n";
+  return digest_v1(all.data(), all.size()).hex();
+}
+
+}  // namespace
+
+std::string program_name(const std::vector<std::string>& command) {
+  std::string name = command.empty() ? "program" : base_name(command[0]);
+  static const std::set<std::string> interpreters = {"python", "python3", "bash", "sh", "perl", "ruby", "node"};
+  if (command.size() > 1 && (interpreters.count(name) || name.rfind("python3.", 0) == 0) && command[1][0] != '-')
+    name = base_name(command[1]);
+  for (char& c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-')) c = '_';
+  if (name.empty() || name[0] == '.') name = "program" + name;
+  return name.substr(0, kMaxNameLength);
+}
+
+ProgramTrials run_program_trials(const ProgramOptions& opt) {
+  if (opt.command.empty()) fail_usage("exec: no command after --");
+  if (opt.trials < 2) fail_usage("exec: -n must be at least 2: determinism needs a second trial to compare with");
+  ProgramTrials out;
+  out.input_digest = digest_v1(json_text(json(opt.command)).data(), json_text(json(opt.command)).size()).hex();
+  char trace_template[] = "/tmp/d9m-trace-XXXXXX";
+  const int fd = ::mkstemp(trace_template);
+  if (fd < 0) fail_environment(std::string("cannot make a temporary trace file: ") + std::strerror(errno));
+  ::close(fd);
+  const std::string trace_path = trace_template;
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } cleanup{trace_path};
+
+  std::vector<std::string> names;                         // outputs as trial 0 had them
+  std::map<std::string, std::string> first_bytes;         // trial 0's file contents
+  std::optional<std::vector<TraceRecord>> first_trace;
+  for (std::int64_t trial = 0; trial < opt.trials; ++trial) {
+    std::remove(trace_path.c_str());
+    const std::int64_t start = now_ns();
+    run_once(opt.command, trial, trace_path);
+    out.elapsed_ns.push_back(now_ns() - start);
+    std::size_t k = 0;
+    for (const std::string& file : expand(opt.outputs, trial)) {
+      struct stat st {};
+      if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        fail_usage("trial " + std::to_string(trial) + ": output " + file + " is not a regular file; nothing was stored");
+      const std::int64_t mtime = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+      if (mtime < start - 10000000)  // file systems round times: 10 ms of slack
+        fail_usage("trial " + std::to_string(trial) + ": output " + file +
+                   " was not written by this trial (modified before it started); nothing was stored");
+      const std::string data = read_input_file(file, "output", std::size_t{1} << 34);
+      if (trial == 0) first_bytes[file] = data;
+      else if (!first_bytes.count(file))
+        fail_usage("trial " + std::to_string(trial) + ": output " + file + " was not there in trial 0; nothing was stored");
+      for (const Tensor& t : tensors_of(file, data)) {
+        const std::string name = t.name.empty() ? file : file + ":" + t.name;
+        if (trial == 0) {
+          names.push_back(name);
+          out.outputs.push_back({name, t.dtype, t.shape, {}, {}});
+        } else if (k >= names.size() || names[k] != name) {
+          fail_usage("trial " + std::to_string(trial) + ": its outputs (" + name + ") are not trial 0's; nothing was stored");
+        }
+        ProgramOutput& o = out.outputs[k++];
+        o.digests.push_back(digest_v1(data.data() + t.offset, t.bytes).hex());
+        std::optional<DiffStats> diff;
+        if (trial > 0 && o.digests.back() != o.digests.front()) {
+          const std::string& first = first_bytes[file];
+          const std::vector<Tensor> ft = tensors_of(file, first);
+          const auto same = std::find_if(ft.begin(), ft.end(), [&](const Tensor& x) { return x.name == t.name; });
+          if (same == ft.end() || same->bytes != t.bytes) {
+            diff = DiffStats{static_cast<std::int64_t>(t.bytes / t.itemsize), 0, 0, 0};  // another size: every element
+          } else {
+            diff = diff_bytes(t, first.data() + same->offset, data.data() + t.offset);
+          }
+        }
+        o.diffs.push_back(diff);
+      }
+    }
+    if (k != out.outputs.size())
+      fail_usage("trial " + std::to_string(trial) + ": wrote " + std::to_string(k) + " outputs, trial 0 wrote " +
+                 std::to_string(out.outputs.size()) + "; nothing was stored");
+    struct stat st {};
+    const bool traced = ::stat(trace_path.c_str(), &st) == 0 && st.st_size > 0;
+    if (trial > 0 && traced != out.trace.has_value())
+      fail_usage("trial " + std::to_string(trial) + (traced ? " wrote a trace and trial 0 did not" : " wrote no trace and trial 0 did") +
+                 "; nothing was stored");
+    if (traced) {
+      std::vector<TraceRecord> rows = read_trace(trace_path, trial);
+      if (!out.trace) out.trace.emplace();
+      ProgramTrace& tr = *out.trace;
+      tr.digests.push_back(trajectory(rows));
+      std::optional<DiffStats> diff;
+      if (trial == 0) {
+        first_trace = rows;
+      } else if (tr.digests.back() != tr.digests.front()) {
+        // The trace's elements are its op outputs: how many differ from trial 0's, and the first.
+        DiffStats d;
+        d.first_index = -1;
+        const std::size_t n = std::max(rows.size(), first_trace->size());
+        for (std::size_t i = 0; i < n; ++i)
+          if (i >= rows.size() || i >= first_trace->size() || rows[i].digest != (*first_trace)[i].digest)
+            if (d.count++ == 0) d.first_index = static_cast<std::int64_t>(i);
+        diff = d;
+      }
+      tr.diffs.push_back(diff);
+      for (auto& r : rows) tr.rows.push_back(std::move(r));
+    }
+  }
+  if (out.outputs.empty() && !out.trace)
+    fail_usage("exec: the program wrote neither a declared output (--outputs) nor a trace (the PyTorch hook): nothing to compare");
+  return out;
+}
+
+std::string store_program(const ProgramOptions& opt, const ProgramTrials& t, Store& store) {
+  const std::string name = opt.name.empty() ? program_name(opt.command) : opt.name;
+  const GpuProbe gpus = probe_gpus();
+  const Fingerprint fp = collect_fingerprint(gpus);
+  RunInfo info;
+  info.id = random_run_id();
+  info.started_at = utc_now();
+  info.host = host_name();
+  info.gpu_uuids = json_text(json(gpus.uuids));
+  info.arguments = opt.arguments_json;
+  const json plan = {{"exec", opt.command}, {"outputs", opt.outputs}, {"trials", opt.trials}};
+  info.catalog_digest = sha256_hex(json_text(plan));
+  info.trials_per_case = opt.trials;
+  info.threads = 1;
+  info.plan_digest = info.catalog_digest;
+  const std::string run = store.begin_run(fp, info);
+
+  auto put = [&](const std::string& config, const std::string& dtype, const std::string& shape, const std::vector<std::string>& digests,
+                 const std::vector<std::optional<DiffStats>>& diffs, const std::vector<TraceRecord>& trace, const std::string& what) {
+    CaseRecord c;
+    c.op = "exec:" + name;
+    c.variant = "process";
+    c.backend = "cpu";
+    c.config = config;
+    c.config_id = sha256_hex(json_text(json{{"exec", opt.command}, {"output", config}})).substr(0, 16);
+    c.params = json_text(json{{"command", opt.command}});
+    c.input_digest = t.input_digest;
+    c.output_dtype = dtype;
+    c.output_shape = shape;
+    c.id = Store::case_id(c);
+    CaseRunRecord cr;
+    cr.claim_determinism = "unknown";
+    cr.claim_source = "design";
+    cr.claim_reason = "a program's " + what + ", run by d9m exec in a fresh process per trial: d9m makes no claim";
+    cr.role = to_string(Role::program);
+    std::vector<TrialRecord> trials;
+    for (std::size_t i = 0; i < digests.size(); ++i) trials.push_back({static_cast<std::int64_t>(i), digests[i], t.elapsed_ns[i], diffs[i], ""});
+    std::set<std::string> distinct(digests.begin(), digests.end());
+    cr.trials = static_cast<std::int64_t>(digests.size());
+    cr.distinct = static_cast<std::int64_t>(distinct.size());
+    cr.status = distinct.size() == 1 ? Status::deterministic : Status::nondeterministic;
+    std::vector<std::int64_t> times = t.elapsed_ns;
+    std::sort(times.begin(), times.end());
+    cr.min_ns = times.front();
+    cr.median_ns = times[times.size() / 2];
+    store.put_case(run, c, cr, trials, trace);
+  };
+  for (const ProgramOutput& o : t.outputs) put(o.name, o.dtype, o.shape, o.digests, o.diffs, {}, "output");
+  if (t.trace) {
+    const auto rows0 = std::count_if(t.trace->rows.begin(), t.trace->rows.end(), [](const TraceRecord& r) { return r.trial == 0; });
+    put("trace", "trace", shape_text({rows0}), t.trace->digests, t.trace->diffs, t.trace->rows, "traced ops (their output digests)");
+  }
+  store.finish_run(run, "complete");
+  return run;
+}
+
+}  // namespace d9m

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# d9m exec with the PyTorch hook (issue 14 items 3-4), on Debian's python3-torch: a program whose
+# one custom op adds float partial sums in the order its threads finish. d9m exec must find the
+# one output file that differs (weights.npy, not inputs.npy) and exit 1, d9m trace diff must name
+# that op as the source; with the op ordered, exec exits 0. A failing command, a missing output
+# and a broken trace store nothing. Skips (77) without torch and xxhash for /usr/bin/python3.
+# Usage: torch_hook_test.sh path/to/d9m
+set -u
+D9M=$(realpath "$1")
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=/usr/bin/python3
+"$PY" -c 'import torch, xxhash, numpy' 2> /dev/null || { echo "python3-torch, python3-xxhash or numpy missing: skipped"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+failures=0
+pass=0
+check() {  # check NAME EXPECTED_RC ACTUAL_RC [FILE PATTERN]
+  local name=$1 want=$2 got=$3
+  if [[ $got != "$want" ]]; then
+    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
+  fi
+  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
+    echo "FAIL: $name: output does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+# The hook's digest is d9m's: d9m-digest-v1 of a buffer longer than a leaf, against d9m's own.
+"$PY" - "$HERE/../../bindings/python" <<'PY' > "$T/py_digest" || failures=$((failures + 1))
+import sys; sys.path.insert(0, sys.argv[1])
+import d9m_torch, torch
+print(d9m_torch.digest(torch.arange(3000, dtype=torch.float32)))
+print(d9m_torch.digest_bytes(b""))
+PY
+"$PY" -c 'import numpy as np; np.arange(3000, dtype=np.float32).tofile("a.bin"); open("e.bin", "wb").close()'
+"$D9M" exec -n 2 --outputs a.bin --outputs e.bin --db "$T/dig.sqlite" -- "$PY" -c 'import os; os.utime("a.bin"); os.utime("e.bin")' > /dev/null
+want=$("$PY" -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for f in ('a.bin', 'e.bin'):
+    print(c.execute('SELECT t.digest FROM trials t JOIN cases k ON k.id = t.case_id WHERE k.config = ? AND t.trial = 0', (f,)).fetchone()[0])" "$T/dig.sqlite")
+[[ $(cat "$T/py_digest") == "$want" ]] && pass=$((pass + 1)) || { echo "FAIL: the hook's digests differ from d9m's"; echo "$want"; cat "$T/py_digest"; failures=$((failures + 1)); }
+
+# The racing program: weights.npy differs, inputs.npy does not, and the source is the custom op.
+# Its threads wait a random moment each; should 4 trials all agree (unlikely), run again once.
+for attempt in 1 2; do
+  rm -f "$T/racy.sqlite"*
+  "$D9M" exec -n 4 --outputs '*.npy' --db "$T/racy.sqlite" -- "$PY" "$HERE/racy_step.py" > "$T/out" 2> "$T/err"
+  rc=$?
+  [[ $rc == 1 ]] && break
+done
+check "exec finds the differing output" 1 $rc "$T/out" '^ND [0-9]/4 weights\.npy'
+grep -qE '^D +inputs\.npy' "$T/out" || { echo "FAIL: inputs.npy should be D"; cat "$T/out"; failures=$((failures + 1)); }
+"$D9M" trace diff --db "$T/racy.sqlite" > "$T/md" 2> "$T/err"
+check "trace diff names the racing op" 1 $? "$T/md" '\*\*Source:\*\* step [0-2], op [0-9]+ `d9mtest\.racy_sum\.default`'
+"$D9M" verify --db "$T/racy.sqlite" > "$T/v" 2>&1; check "the exec run verifies" 0 $? "$T/v" 'OK'
+"$D9M" report --db "$T/racy.sqlite" --format md > "$T/r" 2>&1; check "report renders an exec run" 0 $? "$T/r" 'exec:racy_step\.py'
+
+# The same program with its op ordered: every output D, exit 0.
+RACY=0 "$D9M" exec -n 3 --outputs '*.npy' --db "$T/ordered.sqlite" -- "$PY" "$HERE/racy_step.py" > "$T/out" 2> "$T/err"
+check "a deterministic program exits 0" 0 $? "$T/out" '^D +trace'
+"$D9M" trace diff --db "$T/ordered.sqlite" > "$T/md" 2> "$T/err"; check "no divergence" 0 $? "$T/md" 'No divergence'
+
+# Bad input: nothing stored, the store untouched.
+cp "$T/ordered.sqlite" "$T/before.sqlite"
+"$D9M" exec -n 2 --outputs '*.npy' --db "$T/ordered.sqlite" -- "$PY" -c 'raise SystemExit(4)' 2> "$T/err"
+check "a failing command" 2 $? "$T/err" 'trial 0: .* exited with status 4; nothing was stored'
+"$D9M" exec -n 2 --outputs 'missing*.npy' --db "$T/ordered.sqlite" -- "$PY" -c 'pass' 2> "$T/err"
+check "a missing output" 2 $? "$T/err" "--outputs 'missing\*\.npy' matched no file"
+"$D9M" exec -n 2 --outputs 'weights.npy' --db "$T/ordered.sqlite" -- "$PY" -c 'pass' 2> "$T/err"
+check "an output the trial did not write" 2 $? "$T/err" 'was not written by this trial'
+"$D9M" exec -n 2 --db "$T/ordered.sqlite" -- "$PY" -c 'import os; open(os.environ["D9M_TRACE"], "w").write("{\"step\": 0}\n")' 2> "$T/err"
+check "a broken trace" 2 $? "$T/err" "trial 0's trace, line 1: expected a non-negative integer \"position\""
+"$D9M" exec -n 2 --db "$T/ordered.sqlite" -- /no/such/program 2> "$T/err"
+check "a program that cannot start" 2 $? "$T/err" 'could not be started'
+cmp -s "$T/ordered.sqlite" "$T/before.sqlite" || { echo "FAIL: a failed exec changed the store"; failures=$((failures + 1)); }
+
+echo "$pass passed, $failures failed"
+[[ $failures == 0 ]]
