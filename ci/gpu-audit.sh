@@ -4,7 +4,7 @@
 # catalogue (D9M_CPU_TRIALS) into the same store, so cross-implementation equality can be read
 # from it -- then the GPU cases of the models profile (the layer shapes of real networks,
 # D9M_MODELS_TRIALS, default 20; 0 skips it), the benchmarks, the peer comparison and the reports. Everything goes under OUT
-# (first argument, or $OUT, or out/gpu-audit): d9m.sqlite, report.md, report.json,
+# (first argument, or $OUT, or out/gpu-audit): d9m.sqlite, report.md, report.json, trace-diff.md,
 # fingerprint.json, nvidia-smi.txt, bench.json, log.txt.
 #
 #   ci/gpu-audit.sh [OUT]
@@ -95,6 +95,10 @@ fi
 say "audit: GPU backend, $gpu_trials trials per case"
 "$d9m" run --backend cuda -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 gpu_rc=${PIPESTATUS[0]}
+# Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
+# above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
+say "trace diff: the GPU run's pipelines"
+"$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
 say "audit: CPU backend, $cpu_trials trials per case"
 "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 cpu_rc=${PIPESTATUS[0]}

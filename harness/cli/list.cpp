@@ -130,6 +130,7 @@ int list(const ListOptions& o) {
       if (pp.pipeline == &pl)
         std::printf("  setting %-18s %-5s %s\n", pp.setting->name.c_str(), to_string(pipeline_backend(*pp.setting)).c_str(),
                     claim_text(pipeline_claim(pl, *pp.setting)).c_str());
+    for (const auto& name : pl.unavailable) std::printf("  setting %-18s (needs GPU variants this build lacks)\n", name.c_str());
   }
   return 0;
 }

@@ -58,7 +58,8 @@ struct CatalogConfig {
 //             "inputs": ["x", "w1"], "output": "z1", "variant": "cpu.ordered"}, ...],
 //    "settings": {"deterministic": {}, "framework_default": {"conv1": "cpu.atomic"}}}
 // Each setting (default: one named "as_written") swaps the variants of the ops it names; a
-// (pipeline, setting) pair is one case, its trial digest that of the final state.
+// (pipeline, setting) pair is one case, its trial digest that of its trajectory. A setting that
+// needs a GPU variant a CPU-only build lacks is not in that build (CatalogPipeline::unavailable).
 struct PipelineStep {
   std::string name;              // unique within the pipeline
   CatalogConfig config;          // the op on its params at the pipeline's dtype; its seed fills state
@@ -88,6 +89,7 @@ struct CatalogPipeline {
   std::vector<PipelineStep> ops;
   std::vector<PipelineState> state;  // in order of first use
   std::vector<PipelineSetting> settings;
+  std::vector<std::string> unavailable;  // settings that need GPU variants this build lacks
   nlohmann::json definition;  // canonical: name, steps, dtype, seed, and the ops (without variants)
   std::string config_id;      // SHA-256 of the definition, 16 hex digits
 };

@@ -20,10 +20,19 @@ std::string describe(const TensorDesc& d) {
   return std::string(dtype_short_name(d.dtype)) + " " + shape_string(d.shape) + " (" + std::to_string(d.numel()) + " elements)";
 }
 
+// The variant, or nullptr for a GPU variant this build lacks (a CPU-only build: the catalogue is
+// shared, and a setting that needs one is simply not in this build, as a config's GPU globs).
 const VariantDef* find_variant(const JsonFields& v, const Registry& registry, const std::string& op, const json& name,
                                const std::string& path) {
   if (!name.is_string()) v.fail(path, "expected a variant name, got " + json_type_name(name));
   if (const VariantDef* var = registry.find_variant(op, name.get<std::string>())) return var;
+  // Lenient only where this build has no variant of that library at all (a typo of a library the
+  // build has is an error).
+  for (const char* gpu : {"cuda.", "cudnn.", "cublas.", "cublaslt.", "cub.", "cusparse."})
+    if (name.get<std::string>().rfind(gpu, 0) == 0 &&
+        std::none_of(registry.variants().begin(), registry.variants().end(),
+                     [&](const VariantDef& var) { return var.name.rfind(gpu, 0) == 0; }))
+      return nullptr;
   std::string known;
   for (const auto* var : registry.variants_of(op)) known += (known.empty() ? "" : ", ") + var->name;
   v.fail(path, "\"" + name.get<std::string>() + "\" is no variant of " + op + " in this build (known: " + known + ")");
@@ -161,7 +170,7 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
   auto written = [&] {
     PipelineSetting s;
     for (std::size_t k = 0; k < pl.ops.size(); ++k)
-      s.variants.push_back(registry.find_variant(pl.ops[k].config.op->name, ops[k].at("variant").get<std::string>()));
+      s.variants.push_back(registry.find_variant(pl.ops[k].config.op->name, ops[k].at("variant").get<std::string>()));  // may be null
     return s;
   }();
   if (auto it = p.find("settings"); it != p.end()) {
@@ -184,6 +193,15 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
   } else {
     written.name = "as_written";
     pl.settings.push_back(std::move(written));
+  }
+  // Settings that need a GPU variant this build lacks are not in this build.
+  for (auto it = pl.settings.begin(); it != pl.settings.end();) {
+    if (std::find(it->variants.begin(), it->variants.end(), nullptr) == it->variants.end()) {
+      ++it;
+      continue;
+    }
+    pl.unavailable.push_back(it->name);
+    it = pl.settings.erase(it);
   }
 
   pl.definition = {{"pipeline", pl.name}, {"steps", pl.steps}, {"dtype", dtype_short_name(pl.ops.front().config.dtype)},

@@ -114,6 +114,25 @@ TEST(PipelineCatalog, IntegerTensorsAreReadOnlyByOpsOfTheParametersThatMadeThem)
       << usage_error(text);
 }
 
+// A setting that needs GPU variants is not in a CPU-only build (the catalogue is shared); in a CUDA
+// build it is, and a typo of a variant the build could have is still an error.
+TEST(PipelineCatalog, GpuSettingsAreLeftOutOfABuildWithoutThem) {
+  const Catalog cat = parse_catalog(bias_pipeline("cpu.ordered", 2, R"(, "settings": {"cpu": {}, "gpu": {"grad": "cuda.ordered"}})"),
+                                    "p.json", Registry::global());
+  const CatalogPipeline& pl = cat.pipelines.at(0);
+  if (Registry::global().find_variant("bias_add_grad", "cuda.ordered")) {
+    EXPECT_EQ(pl.settings.size(), 2u);
+    EXPECT_TRUE(pl.unavailable.empty());
+    EXPECT_NE(usage_error(bias_pipeline("cpu.ordered", 2, R"(, "settings": {"gpu": {"grad": "cuda.ordred"}})"))
+                  .find("\"cuda.ordred\" is no variant of bias_add_grad"),
+              std::string::npos);
+  } else {
+    ASSERT_EQ(pl.settings.size(), 1u);
+    EXPECT_EQ(pl.settings[0].name, "cpu");
+    EXPECT_EQ(pl.unavailable, std::vector<std::string>{"gpu"});
+  }
+}
+
 class PipelineRunTest : public test::ScratchDirTest {
  protected:
   PipelineRunTest() : ScratchDirTest("pipeline") {}
