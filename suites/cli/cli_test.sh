@@ -6,18 +6,7 @@ set -u
 D9M=$(realpath "$1")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-failures=0
-pass=0
-check() {  # check NAME EXPECTED_RC ACTUAL_RC [STDERR_FILE PATTERN]
-  local name=$1 want=$2 got=$3
-  if [[ $got != "$want" ]]; then
-    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
-  fi
-  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
-    echo "FAIL: $name: message does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
-  fi
-  pass=$((pass + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../check.sh"
 q() { python3 -c "$1"; }
 SMALL=(--backend cpu --op 'bias_add*' --op scatter_add --op maxpool2d_bwd)
 
@@ -296,5 +285,4 @@ if [[ -n $nfs && -w $nfs ]]; then
   "$D9M" run "${SMALL[@]}" -n 2 --db "$nfs/d9m-test-$$.sqlite" 2> "$T/err"; check "network file system" 3 $? "$T/err" "network file system"
 fi
 
-echo "$pass passed, $failures failed"
-[[ $failures == 0 ]]
+checks_done

@@ -8,18 +8,7 @@ set -u
 D9M=$(realpath "$1")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-failures=0
-pass=0
-check() {  # check NAME EXPECTED_RC ACTUAL_RC [FILE PATTERN]
-  local name=$1 want=$2 got=$3
-  if [[ $got != "$want" ]]; then
-    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
-  fi
-  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
-    echo "FAIL: $name: output does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
-  fi
-  pass=$((pass + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../check.sh"
 
 # x and b are state: each step takes the bias gradient of x, moves b by it and x by b.
 pipeline() {  # pipeline GRAD_VARIANT -> a catalogue with one pipeline, settings "ordered" and "flip"
@@ -75,36 +64,13 @@ if [[ -n $browser ]]; then
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,900 \
     --screenshot="$T/shot.png" "file://$T/t.html" > "$T/chromium.log" 2>&1
   timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$T/t.html" > "$T/dom.html" 2> /dev/null
-  python3 - "$T/shot.png" "$T/dom.html" <<'PY' && pass=$((pass + 1)) || { failures=$((failures + 1)); cat "$T/chromium.log"; }
-import struct, sys, zlib
-png = open(sys.argv[1], 'rb').read()
-assert png[:8] == b'\x89PNG\r\n\x1a\n', 'no screenshot'
-pos, idat = 8, b''
-while pos < len(png):
-    n, kind = struct.unpack('>I4s', png[pos:pos + 8]); data = png[pos + 8:pos + 8 + n]; pos += 12 + n
-    if kind == b'IHDR': w, h, depth, ctype = struct.unpack('>IIBB', data[:10])
-    if kind == b'IDAT': idat += data
-bpp = 4 if ctype == 6 else 3
-raw, stride, prev, rows, i = zlib.decompress(idat), w * bpp, bytearray(w * bpp), [], 0
-for y in range(h):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line); prev = line
-def count(rgb):
-    return sum(1 for r in rows for x in range(0, stride, bpp) if tuple(r[x:x + 3]) == rgb)
-red, blue = count((0xc0, 0x39, 0x2b)), count((0x2e, 0x86, 0xc1))
-print(f'screenshot {w}x{h}: {red} pixels of the elements series, {blue} of the ULP series')
-assert red > 80 and blue > 80, 'the chart is not on screen'
-dom = open(sys.argv[2]).read()
-assert dom.count('<polyline') == 2 and 'id="source"' in dom, 'the chart or the source did not render'
-PY
+  read -r red blue < <(python3 "$(dirname "${BASH_SOURCE[0]}")/../report/png_colours.py" "$T/shot.png" c0392b 2e86c1 | tr '\n' ' ')
+  echo "screenshot: ${red:-0} pixels of the elements series, ${blue:-0} of the ULP series"
+  if (( ${red:-0} > 80 && ${blue:-0} > 80 )) && [[ $(grep -o '<polyline' "$T/dom.html" | wc -l) == 2 ]] && grep -q 'id="source"' "$T/dom.html"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: the chart or the source is not on screen"; failures=$((failures + 1)); cat "$T/chromium.log"
+  fi
 else
   echo "chromium not installed: the HTML chart was not looked at"
 fi
@@ -143,5 +109,4 @@ c.execute(\"UPDATE trace SET inputs = '[]' WHERE trial = 2 AND step = 2 AND posi
 c.commit()" "$T/m.sqlite"
 "$D9M" verify --db "$T/m.sqlite" > "$T/verify" 2>&1; check "verify finds an edited trace row" 1 $? "$T/verify" 'trace of trial 2 step 2 op 1: the row does not match'
 
-echo "$pass passed, $failures failed"
-[[ $failures == 0 ]]
+checks_done

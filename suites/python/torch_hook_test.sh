@@ -13,18 +13,7 @@ PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
-failures=0
-pass=0
-check() {  # check NAME EXPECTED_RC ACTUAL_RC [FILE PATTERN]
-  local name=$1 want=$2 got=$3
-  if [[ $got != "$want" ]]; then
-    echo "FAIL: $name: exit $got, expected $want"; failures=$((failures + 1)); [[ -n ${4:-} ]] && cat "$4"; return
-  fi
-  if [[ -n ${4:-} ]] && ! grep -qE -- "$5" "$4"; then
-    echo "FAIL: $name: output does not match /$5/:"; cat "$4"; failures=$((failures + 1)); return
-  fi
-  pass=$((pass + 1))
-}
+source "$HERE/../check.sh"
 
 # The hook's digest is d9m's: d9m-digest-v1 of a buffer longer than a leaf, against d9m's own.
 "$PY" - "$HERE/../../bindings/python" <<'PY' > "$T/py_digest" || failures=$((failures + 1))
@@ -76,5 +65,4 @@ check "a broken trace" 2 $? "$T/err" "trial 0's trace, line 1: expected a non-ne
 check "a program that cannot start" 2 $? "$T/err" 'could not be started'
 cmp -s "$T/ordered.sqlite" "$T/before.sqlite" || { echo "FAIL: a failed exec changed the store"; failures=$((failures + 1)); }
 
-echo "$pass passed, $failures failed"
-[[ $failures == 0 ]]
+checks_done

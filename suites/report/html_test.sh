@@ -27,31 +27,13 @@ timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars -
   --screenshot="$T/shot.png" "file://$T/r.html" > "$T/chromium.log" 2>&1
 [[ -s $T/shot.png ]] || { echo "FAIL: no screenshot"; cat "$T/chromium.log"; exit 1; }
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$T/r.html" > "$T/dom.html" 2> /dev/null
-python3 - "$T/shot.png" "$T/dom.html" <<'PY'
-import struct, sys, zlib
-png = open(sys.argv[1], 'rb').read()
-assert png[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG'
-pos, idat, w = 8, b'', 0
-while pos < len(png):
-    n, kind = struct.unpack('>I4s', png[pos:pos + 8]); data = png[pos + 8:pos + 8 + n]; pos += 12 + n
-    if kind == b'IHDR': w, h, depth, ctype = struct.unpack('>IIBB', data[:10])
-    if kind == b'IDAT': idat += data
-assert depth == 8 and ctype in (2, 6), (depth, ctype)
-bpp = 4 if ctype == 6 else 3
-raw, stride, prev, rows, i = zlib.decompress(idat), w * bpp, bytearray(w * bpp), [], 0
-for y in range(h):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line); prev = line
+python3 - "$T/shot.png" "$T/dom.html" "$(dirname "${BASH_SOURCE[0]}")" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3])
+from png_colours import rows_of
+w, h, bpp, rows = rows_of(sys.argv[1])
 def count(rgb):
-    return sum(1 for r in rows for x in range(0, stride, bpp) if tuple(r[x:x + 3]) == rgb)
+    return sum(1 for r in rows for x in range(0, w * bpp, bpp) if tuple(r[x:x + 3]) == rgb)
 green, red = count((0x4a, 0xc2, 0x6b)), count((0xfa, 0x45, 0x49))
 print(f'screenshot {w}x{h}: {green} pixels of D green, {red} of ND red')
 assert green > 2000, 'no deterministic cells visible'
