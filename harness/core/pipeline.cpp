@@ -39,12 +39,14 @@ const VariantDef* find_variant(const JsonFields& v, const Registry& registry, co
 }
 
 void only_fields(const JsonFields& v, const json& obj, const std::string& path, std::initializer_list<const char*> keys) {
-  for (const auto& [key, _] : obj.items())
+  for (const auto& item : obj.items()) {
+    const std::string& key = item.key();  // a structured binding cannot be captured (clang 14)
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
       std::string expected;
       for (const char* k : keys) expected += (expected.empty() ? "" : ", ") + std::string(k);
       v.fail(path + "." + key, "unknown field (expected " + expected + ")");
     }
+  }
 }
 
 CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::string& path, const Registry& registry) {
@@ -182,7 +184,9 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
       v.object(swaps, setp);
       PipelineSetting s = written;
       s.name = name;
-      for (const auto& [op_name, variant] : swaps.items()) {
+      for (const auto& swap : swaps.items()) {
+        const std::string& op_name = swap.key();
+        const json& variant = swap.value();
         const auto at = std::find_if(pl.ops.begin(), pl.ops.end(), [&](const PipelineStep& st) { return st.name == op_name; });
         if (at == pl.ops.end()) v.fail(setp + "." + op_name, "no op of pipeline " + pl.name + " is named \"" + op_name + "\"");
         const auto index = static_cast<std::size_t>(at - pl.ops.begin());
