@@ -35,14 +35,13 @@ int list(const ListOptions& o) {
     for (const auto& c : cases)
       std::cout << c.config->op->name << "/" << c.config->name << "/" << c.variant->name << " "
                 << to_string(c.variant->backend) << "\n";
-    // A pipeline is certified whole (`run --pipeline NAME`: every setting): one line, its backend
-    // cuda when any setting runs an op there.
-    for (const auto& pl : cat.pipelines) {
-      std::string backend;
-      for (const auto& pp : pipelines)
-        if (pp.pipeline == &pl && backend != "cuda") backend = to_string(pipeline_backend(*pp.setting));
-      if (!backend.empty()) std::cout << "pipeline:" << pl.name << "/" << pl.steps << "_steps/settings " << backend << "\n";
-    }
+    // A pipeline is certified per backend (`run --pipeline NAME --backend B`: its settings of that
+    // backend), so a machine without a GPU still certifies the CPU settings.
+    for (const auto& pl : cat.pipelines)
+      for (Backend b : {Backend::cpu, Backend::cuda})
+        if (std::any_of(pipelines.begin(), pipelines.end(),
+                        [&](const PlannedPipeline& pp) { return pp.pipeline == &pl && pipeline_backend(*pp.setting) == b; }))
+          std::cout << "pipeline:" << pl.name << "/" << pl.steps << "_steps/" << to_string(b) << " " << to_string(b) << "\n";
     return 0;
   }
   auto selected = [&](const OpDef& op) {

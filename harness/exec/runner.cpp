@@ -104,11 +104,9 @@ std::vector<PlannedPipeline> plan_pipelines(const Catalog& cat, const Selection&
   if (sel.pipeline_globs.empty() && narrowed_to_configs) return out;
   for (const auto& pl : cat.pipelines) {
     if (!any_glob(sel.pipeline_globs, pl.name)) continue;
-    for (const auto& s : pl.settings) {
-      bool backend_ok = true;
-      for (const VariantDef* v : s.variants) backend_ok &= backend_selected(sel.backend, v->backend);
-      if (backend_ok) out.push_back({&pl, &s});
-    }
+    // A setting's backend is its case's: cuda when any op runs on the GPU.
+    for (const auto& s : pl.settings)
+      if (backend_selected(sel.backend, pipeline_backend(s))) out.push_back({&pl, &s});
   }
   return out;
 }

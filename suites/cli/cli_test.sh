@@ -32,7 +32,7 @@ echo '{"schema": "d9m.catalog/1", "configs": [{"op": "conv3d", "name": "x", "par
   { echo "FAIL: the quick profile's cases are not a smaller part of the default catalogue's"; failures=$((failures + 1)); }
 [[ $(grep -v '^pipeline:' "$T/quick" | cut -d/ -f1 | sort -u) == $(grep -v '^pipeline:' "$T/all" | cut -d/ -f1 | sort -u) ]] ||
   { echo "FAIL: an op of the default catalogue has no case in the quick profile"; failures=$((failures + 1)); }
-grep -q '^pipeline:cnn/' "$T/quick" || { echo "FAIL: the quick profile certifies no pipeline"; failures=$((failures + 1)); }
+grep -q '^pipeline:cnn/5_steps/cpu cpu$' "$T/quick" || { echo "FAIL: the quick profile certifies no pipeline on the CPU"; failures=$((failures + 1)); }
 [[ ! -e $T/s1.sqlite ]] || { echo "FAIL: a store was created on bad usage"; failures=$((failures + 1)); }
 
 # --- environment problems: exit 3, the file untouched -----------------------------------------
