@@ -124,9 +124,10 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
         v.fail(ip, "\"" + name + "\" is " + describe(*have) + ", but " + step.config.op->name + "'s input " + want.name + " is " +
                        describe(want));
       // Integer tensors are indices, ids and labels, valid only for the ranges their maker's
-      // parameters give (scatter rows, classes, segments): one read by an op of other parameters
-      // could index out of bounds. So they are state, made by a fill, and read only by ops with
-      // the filling op's parameters (a loss and its gradient share their labels).
+      // parameters give (scatter rows, classes, segments, boxes' images): one read by an op of other
+      // parameters could index out of bounds. So they are state, made by a fill, and read only by
+      // ops of the filling op's family that agree with it on every parameter both have (a loss and
+      // its gradient share their labels, crop_and_resize and its gradients their box indices).
       if (want.dtype == DType::i32) {
         const auto st = state_index.find(name);
         if (st == state_index.end())
@@ -134,10 +135,14 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
                      "must be state made by a fill, whose values the filling op's parameters bound");
         const PipelineStep* maker = st->second < pl.state.size() && pl.state[st->second].filled_by < pl.ops.size()
                                         ? &pl.ops[pl.state[st->second].filled_by] : nullptr;
-        if (maker && maker->config.params_json != step.config.params_json)
+        bool agree = maker && maker->config.op->family == step.config.op->family;
+        for (const auto& item : step.config.params_json.items())
+          agree = agree && (!maker->config.params_json.contains(item.key()) || maker->config.params_json[item.key()] == item.value());
+        if (maker && !agree)
           v.fail(ip, "\"" + name + "\" is an integer tensor made by the fill of " + maker->name + " (" + maker->config.op->name +
                      " " + json_text(maker->config.params_json) + "): its values are valid for those parameters only, and " +
-                     step.config.op->name + " here has " + json_text(step.config.params_json));
+                     step.config.op->name + " here has " + json_text(step.config.params_json) +
+                     " (an op of the same family agreeing on the parameters both have may read it)");
       }
       step.inputs.push_back(name);
     }
