@@ -314,7 +314,8 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
   if (opt.command.empty()) fail_usage("exec: no command after --");
   if (opt.trials < 2) fail_usage("exec: -n must be at least 2: determinism needs a second trial to compare with");
   ProgramTrials out;
-  out.input_digest = digest_v1(json_text(json(opt.command)).data(), json_text(json(opt.command)).size()).hex();
+  const std::string command_json = json_text(json(opt.command));
+  out.input_digest = digest_v1(command_json.data(), command_json.size()).hex();
   char trace_template[] = "/tmp/d9m-trace-XXXXXX";
   const int fd = ::mkstemp(trace_template);
   if (fd < 0) fail_environment(std::string("cannot make a temporary trace file: ") + std::strerror(errno));
@@ -327,6 +328,7 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
 
   std::vector<std::string> names;                         // outputs as trial 0 had them
   std::map<std::string, std::string> first_bytes;         // trial 0's file contents
+  std::map<std::string, Tensor> first_tensors;            // and their tensors, by output name (parsed once)
   std::optional<std::vector<TraceRecord>> first_trace;
   for (std::int64_t trial = 0; trial < opt.trials; ++trial) {
     std::remove(trace_path.c_str());
@@ -350,6 +352,7 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
         const std::string name = t.name.empty() ? file : file + ":" + t.name;
         if (trial == 0) {
           names.push_back(name);
+          first_tensors[name] = t;
           out.outputs.push_back({name, t.dtype, t.shape, {}, {}});
         } else if (k >= names.size() || names[k] != name) {
           fail_usage("trial " + std::to_string(trial) + ": its outputs (" + name + ") are not trial 0's; nothing was stored");
@@ -358,13 +361,11 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
         o.digests.push_back(digest_v1(data.data() + t.offset, t.bytes).hex());
         std::optional<DiffStats> diff;
         if (trial > 0 && o.digests.back() != o.digests.front()) {
-          const std::string& first = first_bytes[file];
-          const std::vector<Tensor> ft = tensors_of(file, first);
-          const auto same = std::find_if(ft.begin(), ft.end(), [&](const Tensor& x) { return x.name == t.name; });
-          if (same == ft.end() || same->bytes != t.bytes) {
+          const Tensor& same = first_tensors.at(name);
+          if (same.bytes != t.bytes) {
             diff = DiffStats{static_cast<std::int64_t>(t.bytes / t.itemsize), 0, 0, 0};  // another size: every element
           } else {
-            diff = diff_bytes(t, first.data() + same->offset, data.data() + t.offset);
+            diff = diff_bytes(t, first_bytes[file].data() + same.offset, data.data() + t.offset);
           }
         }
         o.diffs.push_back(diff);

@@ -31,6 +31,18 @@ for f in ('a.bin', 'e.bin'):
     print(c.execute('SELECT t.digest FROM trials t JOIN cases k ON k.id = t.case_id WHERE k.config = ? AND t.trial = 0', (f,)).fetchone()[0])" "$T/dig.sqlite")
 [[ $(cat "$T/py_digest") == "$want" ]] && pass=$((pass + 1)) || { echo "FAIL: the hook's digests differ from d9m's"; echo "$want"; cat "$T/py_digest"; failures=$((failures + 1)); }
 
+# .safetensors outputs are compared per tensor: one element of "a" moves in trial 1, "b" never.
+cat > "$T/st.py" <<'PY'
+import json, os, struct
+n = int(os.environ["D9M_TRIAL"])
+a = struct.pack("<4f", 1, 2, 3, 4 + (n == 1) * 1e-6); b = struct.pack("<2i", 7, 8)
+h = json.dumps({"b": {"dtype": "I32", "shape": [2], "data_offsets": [16, 24]}, "a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+open("m.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + a + b)
+PY
+"$D9M" exec -n 3 --outputs m.safetensors --db "$T/st.sqlite" -- "$PY" "$T/st.py" > "$T/out" 2> "$T/err"
+check "safetensors: one tensor differs" 1 $? "$T/out" '^ND 2/3 m\.safetensors:a  \(up to 1 element'
+grep -qE '^D +m\.safetensors:b$' "$T/out" || { echo "FAIL: m.safetensors:b should be D"; cat "$T/out"; failures=$((failures + 1)); }
+
 # The racing program: weights.npy differs, inputs.npy does not, and the source is the custom op.
 # Its threads wait a random moment each; should 4 trials all agree (unlikely), run again once.
 for attempt in 1 2; do
