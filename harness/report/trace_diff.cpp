@@ -73,13 +73,20 @@ Store open_store(const std::string& path) {
   return Store::open(path, Store::Mode::read_only);
 }
 
-// One operand's store, run and the pipeline cases in it.
+// One operand's store, run and the pipeline cases in it. The store is the side's own (an
+// operand of `d9m trace diff`) or the caller's, already open (`d9m report`: one connection, so
+// what it reads is inside whatever read transaction the caller holds).
 struct Side {
   TraceOperand operand;
-  Store store;
+  std::optional<Store> owned;
+  const Store& store;
   std::string run_id, started_at;
 
-  explicit Side(const TraceOperand& o) : operand(o), store(open_store(o.store)) {
+  Side(const Store& s, std::string run, std::string started)
+      : operand{s.path(), run, std::nullopt}, store(s), run_id(std::move(run)), started_at(std::move(started)) {}
+  Side(const Side&) = delete;
+
+  explicit Side(const TraceOperand& o) : operand(o), owned(open_store(o.store)), store(*owned) {
     if (!has_column(store.db(), "trace", "chain"))
       fail_usage(o.store + ": no pipeline traces: the store is of schema " + std::to_string(store.schema_version()) +
                  ", before traces (run a pipeline with this d9m to make some)");
@@ -281,6 +288,14 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
   return d;
 }
 
+// The first trial whose trajectory differs from trial ta's, if any.
+std::optional<std::int64_t> first_differing_trial(const std::vector<std::string>& digests, std::int64_t ta) {
+  if (ta < 0 || ta >= static_cast<std::int64_t>(digests.size())) return std::nullopt;
+  for (std::size_t t = 0; t < digests.size(); ++t)
+    if (digests[t] != digests[static_cast<std::size_t>(ta)]) return static_cast<std::int64_t>(t);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
@@ -317,14 +332,7 @@ std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<Tr
       tb = *b->trial;
     } else if (!b || (sb.run_id == sa.run_id && cb->case_id == ca.case_id)) {
       // One run: trial ta against the first trial whose trajectory differs from it, else the next one.
-      const std::vector<std::string> digests = sa.trial_digests(ca.case_id);
-      tb = -1;
-      for (std::size_t t = 0; t < digests.size() && ta < static_cast<std::int64_t>(digests.size()); ++t)
-        if (static_cast<std::int64_t>(t) != ta && digests[t] != digests[static_cast<std::size_t>(ta)]) {
-          tb = static_cast<std::int64_t>(t);
-          break;
-        }
-      if (tb < 0) tb = ta == 0 ? 1 : 0;
+      tb = first_differing_trial(sa.trial_digests(ca.case_id), ta).value_or(ta == 0 ? 1 : 0);
     }
     out.push_back(diff_one(sa, ca, ta, sb, *cb, tb));
   }
@@ -332,6 +340,37 @@ std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<Tr
     fail_usage(a.store + ": run " + short_id(sa.run_id) + " has no pipeline trace" +
                (pipeline_glob != "*" || setting_glob != "*" ? " matching --pipeline " + pipeline_glob + " --setting " + setting_glob : "") +
                (b ? " that " + b->store + " also holds" : ""));
+  return out;
+}
+
+std::vector<PipelineTrace> pipeline_traces(const Store& store, const std::vector<std::string>& run_ids) {
+  std::vector<PipelineTrace> out;
+  if (!has_column(store.db(), "trace", "chain")) return out;  // a store before traces (schema < 6)
+  try {
+    for (const std::string& run_id : run_ids) {
+      sql::Statement s(store.db(), "SELECT started_at FROM runs WHERE id = ?");
+      s.bind(1, run_id);
+      if (!s.step()) continue;
+      const Side side(store, run_id, s.text(0));
+      for (const CaseRow& c : side.pipeline_cases()) {
+        if (c.op.rfind("pipeline:", 0) != 0) continue;
+        PipelineTrace p{run_id, pipeline_name(c.op), c.variant, c.config, 0, 0, std::nullopt, ""};
+        const std::vector<std::string> digests = side.trial_digests(c.case_id);
+        p.trials = static_cast<std::int64_t>(digests.size());
+        p.distinct = static_cast<std::int64_t>(std::set<std::string>(digests.begin(), digests.end()).size());
+        if (const auto tb = first_differing_trial(digests, 0)) {
+          try {
+            p.diff = diff_one(side, c, 0, side, c, *tb);
+          } catch (const Error& e) {
+            p.problem = e.what();
+          }
+        }
+        out.push_back(std::move(p));
+      }
+    }
+  } catch (const sql::Error& e) {
+    fail_environment(store.path() + ": cannot read the pipeline traces: " + e.what());
+  }
   return out;
 }
 
@@ -430,11 +469,9 @@ std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs) {
   return json_text(json{{"schema", "d9m.trace-diff/1"}, {"diffs", all}}, 1) + "\n";
 }
 
-namespace {
-
 // The divergence chart: per step, the differing parameter elements and their max ULP (log scale,
 // where known), else the differing op outputs, as an inline SVG.
-std::string chart_svg(const TraceDiff& d) {
+std::string trace_chart_svg(const TraceDiff& d) {
   const double w = 640, h = 240, left = 56, right = 16, top = 16, bottom = 36;
   const bool elements = d.stats_known;
   struct Series {
@@ -462,7 +499,8 @@ std::string chart_svg(const TraceDiff& d) {
   auto px = [&](std::size_t i) { return left + (n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.5) * (w - left - right); };
   auto py = [&](double y) { return top + (1 - std::log10(y + 1) / decades) * (h - top - bottom); };
   char buf[256];
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"240\" role=\"img\" aria-label=\"divergence by step\">";
+  // Inline in HTML, so no xmlns: the page names no URL at all.
+  std::string svg = "<svg width=\"640\" height=\"240\" role=\"img\" aria-label=\"divergence by step\">";
   svg += "<rect x=\"0\" y=\"0\" width=\"640\" height=\"240\" fill=\"#fff\"/>";
   for (int k = 0; k <= static_cast<int>(decades); ++k) {
     const double y = py(std::pow(10.0, k) - 1);
@@ -507,7 +545,15 @@ std::string chart_svg(const TraceDiff& d) {
   return svg + "</svg>";
 }
 
-}  // namespace
+std::string trace_source_html(const TraceDiff& d) {
+  if (!d.source) return "<b>No divergence:</b> every op's output is bit-equal on both sides.";
+  const TraceOpRow& r = d.source->row;
+  return std::string("<b>Source") + (d.source->outside ? " (outside the traced ops, before this one)" : "") + ":</b> step " +
+         std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" + xml_escape(r.name) + "</code> (" + xml_escape(r.op) +
+         ", " + xml_escape(variants_text(r)) + "): inputs bit-equal, output differs" + xml_escape(stats_text(r.diff)) +
+         ". Claim: " + xml_escape(d.source->claim_determinism) + ": " + xml_escape(d.source->claim_reason) +
+         ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.";
+}
 
 std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>d9m trace diff</title>"
@@ -518,16 +564,8 @@ std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
     h += "<section class=\"trace\"><h2>pipeline " + xml_escape(d.pipeline) + " <small>(setting " + xml_escape(d.setting_a) +
          (d.setting_b != d.setting_a ? " / " + xml_escape(d.setting_b) : "") + ", " + xml_escape(d.config) + ")</small></h2>\n";
     h += "<p>a: " + xml_escape(side_text(d.a)) + "<br>b: " + xml_escape(side_text(d.b)) + "</p>\n";
-    if (d.source) {
-      const TraceOpRow& r = d.source->row;
-      h += std::string("<p class=\"src\" id=\"source\"><b>Source") + (d.source->outside ? " (outside the traced ops, before this one)" : "") + ":</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
-           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + ", " + xml_escape(variants_text(r)) +
-           "): inputs bit-equal, output differs" + xml_escape(stats_text(r.diff)) + ". Claim: " + xml_escape(d.source->claim_determinism) +
-           ": " + xml_escape(d.source->claim_reason) + ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.</p>\n";
-    } else {
-      h += "<p class=\"none\"><b>No divergence:</b> every op's output is bit-equal on both sides.</p>\n";
-    }
-    h += "<figure>" + chart_svg(d) + "<figcaption>Divergence by step (log scale)</figcaption></figure>\n";
+    h += std::string(d.source ? "<p class=\"src\" id=\"source\">" : "<p class=\"none\">") + trace_source_html(d) + "</p>\n";
+    h += "<figure>" + trace_chart_svg(d) + "<figcaption>Divergence by step (log scale)</figcaption></figure>\n";
     h += "<table><tr><th>step</th><th>outputs differing</th><th>parameters differing</th><th>parameter elements differing</th>"
          "<th>max ULP (parameters)</th></tr>\n";
     for (const auto& s : d.by_step)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/core/evidence.h"
+#include "harness/store/store.h"
 
 namespace d9m {
 
@@ -69,6 +70,25 @@ struct TraceDiff {
 // another pipeline or other inputs are Error(usage); an unreadable store Error(environment).
 std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
                                    const std::string& setting_glob);
+
+// What `d9m report` shows of each pipeline case (op "pipeline:NAME") of a run: how many
+// trajectories its trials gave and, where they diverged, the diff of trial 0 against the first
+// trial whose trajectory differs (what `d9m trace diff` prints for that run).
+struct PipelineTrace {
+  std::string run_id, pipeline, setting, config;
+  std::int64_t trials = 0, distinct = 0;  // trials, and distinct trajectories among them
+  std::optional<TraceDiff> diff;          // where they diverged and the traces compare
+  std::string problem;                    // where they diverged but do not compare (an edited trace), why
+};
+// The pipeline cases of these runs, in run order then the order the run recorded them, read
+// through the caller's open store (one connection: inside a read transaction the caller holds).
+// A store of a schema before traces gives none; an unreadable one is Error(environment).
+std::vector<PipelineTrace> pipeline_traces(const Store& store, const std::vector<std::string>& run_ids);
+
+// The parts of the HTML rendering that the report (report_html.cpp) shows too: the divergence
+// chart by step as an inline SVG (no script), and the source in words (escaped HTML).
+std::string trace_chart_svg(const TraceDiff& d);
+std::string trace_source_html(const TraceDiff& d);
 
 std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs);
 std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs);
