@@ -1,4 +1,5 @@
 // d9m report: the evidence in a store, rendered in one of the report formats.
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -39,6 +40,12 @@ int report(const ReportArgs& a) {
   if (a.audit) data.store_sha256 = sha256_file(store.path());
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
   select_stacks(data, a.stacks);
+  if (a.format == "md" || a.format == "html") {
+    std::vector<std::string> runs;  // the reported runs: of the selected stacks
+    for (const auto& r : data.run_rows)
+      if (std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; })) runs.push_back(r.id);
+    data.pipelines = pipeline_traces(store, runs);  // the same connection: inside the audit's snapshot
+  }
   const StatusModel model = build_status_model(data);
   write_output(a.output, render(data, model, a.format, a.audit));
   return model.verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);

@@ -35,6 +35,16 @@ std::string report_header(const ReportData& data) {
   return o.str();
 }
 
+std::string pipeline_summary(const ReportData& data, const PipelineTrace& p) {
+  std::string s = p.pipeline + " (setting " + p.setting + ", " + p.config + ", run " + p.run_id.substr(0, 12);
+  for (const auto& r : data.run_rows)
+    if (r.id == p.run_id) s += " on " + data.stack(r.stack).label;
+  s += "): ";
+  if (p.trials == 0) return s + "no trials recorded";
+  if (p.distinct <= 1) return s + "one trajectory in " + std::to_string(p.trials) + " trials, no divergence";
+  return s + std::to_string(p.distinct) + " trajectories in " + std::to_string(p.trials) + " trials";
+}
+
 namespace {
 
 struct AuditFacts {

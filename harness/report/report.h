@@ -22,6 +22,9 @@ std::string render_csv(const ReportData& data, const StatusModel& model);
 
 // The header every text format shares: every run parameter, one per line.
 std::string report_header(const ReportData& data);
+// A pipeline case of data.pipelines in one line: "bias_fit (setting flip, 3_steps, run 0123456789ab
+// on S1): 2 trajectories in 3 trials", or "...: one trajectory in 3 trials, no divergence".
+std::string pipeline_summary(const ReportData& data, const PipelineTrace& p);
 // The audit sections, as Markdown and as HTML.
 std::string audit_sections_md(const ReportData& data, const StatusModel& model);
 std::string audit_sections_html(const ReportData& data, const StatusModel& model);

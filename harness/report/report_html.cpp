@@ -1,7 +1,8 @@
 // The HTML report: one self-contained file (inline CSS, SVG and script; nothing loaded from
 // anywhere, so it works from file:// and in an archive). A heatmap of source x stack, the cost
-// of determinism as a bar chart, and every case in a table that sorts and filters in place.
+// of determinism as a bar chart, each diverged pipeline's source and divergence chart (trace_diff.h), and every case in a table that sorts and filters in place.
 // Every string from the store goes through xml_escape.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -44,6 +45,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}
 #filter{font-size:14px;padding:4px 8px;width:340px;margin:4px 0 8px}
 .legend span{display:inline-block;padding:1px 8px;margin-right:6px;border:1px solid #d0d7de}
 svg text{font:12px system-ui,sans-serif}
+.src{background:#ffebe9;padding:6px 10px}figure{margin:8px 0}
 @media print{body{margin:0;max-width:none}#filter,.noprint{display:none}h2{break-after:avoid}tr,svg{break-inside:avoid}
  th{cursor:auto}a{color:inherit;text-decoration:none}@page{size:A4 landscape;margin:12mm}}
 )css";
@@ -197,6 +199,33 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
   o << "</svg>\n";
 }
 
+// Each pipeline case of the reported runs: where its trials' trajectories diverged, the source
+// (the first op with bit-equal inputs and a differing output) and the divergence chart by step
+// of trial 0 against the first trial that differs, as `d9m trace diff --format html` draws it.
+void pipelines(std::ostringstream& o, const ReportData& data) {
+  if (data.pipelines.empty()) return;
+  o << "<h2>Pipelines</h2>\n<p>A pipeline's trial is its whole trajectory (every op output of every step). Where trials diverged: "
+       "trial 0 against the first trial that differs, op by op; <code>d9m trace diff</code> prints the table.</p>\n";
+  std::string agreed;
+  for (const auto& p : data.pipelines) {
+    if (p.distinct <= 1) {
+      agreed += "<li>" + xml_escape(pipeline_summary(data, p)) + "</li>";
+      continue;
+    }
+    o << "<section class=\"trace\"><h3>pipeline " << xml_escape(pipeline_summary(data, p)) << "</h3>\n";
+    if (p.diff) {
+      o << "<p>trial " << p.diff->a.trial << " against trial " << p.diff->b.trial << ":</p>\n<p class=\"src\">"
+        << trace_source_html(*p.diff) << "</p>\n<figure>" << trace_chart_svg(*p.diff)
+        << "<figcaption>Divergence by step (log scale)</figcaption></figure>\n";
+      for (const auto& n : p.diff->notes) o << "<p><i>Note: " << xml_escape(n) << ".</i></p>\n";
+    } else {
+      o << "<p class=\"e\">The traces do not compare: " << xml_escape(p.problem) << "</p>\n";
+    }
+    o << "</section>\n";
+  }
+  if (!agreed.empty()) o << "<ul>" << agreed << "</ul>\n";
+}
+
 }  // namespace
 
 std::string render_html(const ReportData& data, const StatusModel& m, bool audit) {
@@ -217,6 +246,7 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
   heatmap(o, data, m);
   api_view(o, data, m);
   cost_chart(o, m);
+  pipelines(o, data);
 
   if (!m.stack_differences.empty()) {
     o << "<h2>Stack-to-stack differences</h2>\n<table><thead><tr><th>op</th><th>config</th><th>variant</th><th>stacks</th><th>digests</th></tr></thead><tbody>\n";

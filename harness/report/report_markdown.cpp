@@ -1,6 +1,7 @@
 // The Markdown report: the status table in the shape of NVIDIA's framework-reproducibility
 // table (rows op and variant, columns stacks, a solution column keyed to footnotes), then the
-// cross-implementation checks, stack-to-stack differences, every case, and the verdict.
+// cross-implementation checks, stack-to-stack differences, each pipeline's divergence in a line,
+// every case, and the verdict.
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -166,6 +167,25 @@ void cases(std::ostringstream& o, const ReportData& data) {
   }
 }
 
+// One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).
+void pipelines(std::ostringstream& o, const ReportData& data) {
+  if (data.pipelines.empty()) return;
+  o << "\n## Pipelines\n\n";
+  for (const auto& p : data.pipelines) {
+    o << "- " << md_cell(pipeline_summary(data, p));
+    if (p.diff && p.diff->source) {
+      const TraceOpRow& r = p.diff->source->row;
+      o << "; trial " << p.diff->a.trial << " against trial " << p.diff->b.trial << ": source step " << r.step << ", op " << r.position
+        << " `" << md_cell(r.name) << "` (" << md_cell(r.op + ", " + r.variant_b) << ")" << (p.diff->source->outside ? ", outside the traced ops" : "")
+        << ", claim " << md_cell(p.diff->source->claim_determinism);
+    } else if (p.distinct > 1) {
+      o << "; the traces do not compare: " << md_cell(p.problem.empty() ? "no op's output differs" : p.problem);
+    }
+    o << "\n";
+  }
+  o << "\n`d9m trace diff STORE@run:RUN_ID --setting SETTING` prints the divergence step by step.\n";
+}
+
 }  // namespace
 
 std::string render_markdown(const ReportData& data, const StatusModel& model, bool audit) {
@@ -182,6 +202,7 @@ std::string render_markdown(const ReportData& data, const StatusModel& model, bo
   stack_differences(o, data, model);
   batch_invariance(o, data);
   autotuning(o, data);
+  pipelines(o, data);
   cases(o, data);
   o << "\n## Verdict\n\n```\n";
   for (const auto& line : model.verdict.lines()) o << "# " << line << "\n";

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/batch_invariance.h"
+#include "harness/report/trace_diff.h"
 #include "harness/store/manifest.h"
 #include "harness/store/store.h"
 #include "kernels/registry.h"
@@ -93,6 +94,9 @@ struct ReportData {
   // so every format names the selection and `d9m attest` (whose statement is of the whole
   // store) refuses such a report. Empty: the whole store.
   std::string selection;
+  // The pipeline cases of the reported runs, with the trace diff of each that diverged
+  // (trace_diff.h pipeline_traces): `d9m report` loads them for md and html; empty otherwise.
+  std::vector<PipelineTrace> pipelines;
 
   const StackInfo& stack(const std::string& id) const;
 };

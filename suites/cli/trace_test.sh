@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pipelines and `d9m trace diff` end to end (issue 14): a pipeline whose one op flips a bit in a
 # known call (trial 1, step 1) must be named as the source at that step; its all-ordered setting
-# shows no divergence; the HTML chart renders in Chromium; bad operands, bad pipelines and an
+# shows no divergence; the HTML chart renders in Chromium, in the trace diff and in `d9m report`; bad operands, bad pipelines and an
 # edited trace get clear errors, and nothing stored is lost.
 # Usage: trace_test.sh path/to/d9m_with_faults
 set -u
@@ -56,24 +56,44 @@ assert x["stats_known"] is False and x["steps"][1]["parameter_elements"] is None
 assert x["source"]["claim"]["determinism"] == "deterministic", x["source"]["claim"]
 PY
 
-# The HTML chart, as a person sees it in Chromium: the SVG plot's series colours on screen.
-"$D9M" trace diff --db "$T/s.sqlite" --setting flip --format html -o "$T/t.html"; check "html" 1 $?
-if grep -nE 'https?://[^"]*"[^>]*(src|href)|src=|href=|@import|url\(' "$T/t.html"; then echo "FAIL: the HTML refers to something outside itself"; failures=$((failures + 1)); fi
+# An HTML page is self-contained: it names nothing outside itself.
+self_contained() {  # self_contained NAME FILE
+  if grep -nE 'https?://|src=|href=|@import|url\(' "$2"; then echo "FAIL: $1 refers to something outside itself"; failures=$((failures + 1)); fi
+}
+# The divergence chart as a person sees it in Chromium: both series' colours on screen, both
+# polylines and the source paragraph (MARKER) in the page's DOM.
 browser=$(command -v chromium || command -v chromium-browser || true)
-if [[ -n $browser ]]; then
-  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1000,900 \
-    --screenshot="$T/shot.png" "file://$T/t.html" > "$T/chromium.log" 2>&1
-  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$T/t.html" > "$T/dom.html" 2> /dev/null
+chart_on_screen() {  # chart_on_screen NAME FILE MARKER
+  [[ -n $browser ]] || { echo "chromium not installed: $1's chart was not looked at"; return; }
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,2400 \
+    --screenshot="$T/shot.png" "file://$2" > "$T/chromium.log" 2>&1
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --dump-dom "file://$2" > "$T/dom.html" 2> /dev/null
   read -r red blue < <(python3 "$(dirname "${BASH_SOURCE[0]}")/../report/png_colours.py" "$T/shot.png" c0392b 2e86c1 | tr '\n' ' ')
-  echo "screenshot: ${red:-0} pixels of the elements series, ${blue:-0} of the ULP series"
-  if (( ${red:-0} > 80 && ${blue:-0} > 80 )) && [[ $(grep -o '<polyline' "$T/dom.html" | wc -l) == 2 ]] && grep -q 'id="source"' "$T/dom.html"; then
+  echo "$1 screenshot: ${red:-0} pixels of the elements series, ${blue:-0} of the ULP series"
+  if (( ${red:-0} > 80 && ${blue:-0} > 80 )) && [[ $(grep -o '<polyline' "$T/dom.html" | wc -l) == 2 ]] && grep -q "$3" "$T/dom.html"; then
     pass=$((pass + 1))
   else
-    echo "FAIL: the chart or the source is not on screen"; failures=$((failures + 1)); cat "$T/chromium.log"
+    echo "FAIL: $1: the chart or the source is not on screen"; failures=$((failures + 1)); cat "$T/chromium.log"
   fi
-else
-  echo "chromium not installed: the HTML chart was not looked at"
-fi
+}
+
+"$D9M" trace diff --db "$T/s.sqlite" --setting flip --format html -o "$T/t.html"; check "html" 1 $?
+self_contained "the trace diff's HTML" "$T/t.html"
+chart_on_screen "trace diff" "$T/t.html" 'id="source"'
+
+# The main report shows the same: the flipping setting's source and its chart (trial 0 against
+# trial 1), the ordered setting in one line.
+"$D9M" report --db "$T/s.sqlite" > "$T/rmd" 2> "$T/err"
+check "report md: the pipeline's source in a line" 1 $? "$T/rmd" '^- bias_fit \(setting flip, 3_steps, run [0-9a-f]{12} on S1\): 2 trajectories in 3 trials; trial 0 against trial 1: source step 1, op 0 `grad` \(bias_add_grad, test.flip_at_call\), claim deterministic$'
+grep -qE '^- bias_fit \(setting ordered, .*\): one trajectory in 3 trials, no divergence$' "$T/rmd" || { echo "FAIL: the report does not say the ordered setting agreed"; cat "$T/rmd"; failures=$((failures + 1)); }
+"$D9M" report --db "$T/s.sqlite" --format html -o "$T/r.html"; check "report html" 1 $?
+grep -qF '<svg width="640" height="240" role="img" aria-label="divergence by step">' "$T/r.html" &&
+  grep -qF '<b>Source:</b> step 1, op 0 <code>grad</code> (bias_add_grad, test.flip_at_call)' "$T/r.html" &&
+  grep -qE '<li>bias_fit \(setting ordered, .*\): one trajectory in 3 trials, no divergence</li>' "$T/r.html" ||
+  { echo "FAIL: the HTML report has no divergence chart, no source or no line for the ordered setting"; grep -A3 Pipelines "$T/r.html"; failures=$((failures + 1)); }
+self_contained "the HTML report" "$T/r.html"
+chart_on_screen "report" "$T/r.html" 'class="src"'
+"$D9M" report --db "$T/s.sqlite" --format html --audit -o "$T/audit.html" 2> "$T/err"; check "audit html" 1 $? "$T/audit.html" 'aria-label="divergence by step"'
 
 # Bad operands and bad pipelines: exit 2 with the place named, nothing written.
 cp "$T/s.sqlite" "$T/before.sqlite"
