@@ -16,7 +16,14 @@ bool Params::boolean(const std::string& name) const { return std::get<bool>(at(n
 double Params::real(const std::string& name) const { return std::get<double>(at(name)); }
 const std::string& Params::choice(const std::string& name) const { return std::get<std::string>(at(name)); }
 
-std::string to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+std::string to_string(Backend b) {
+  switch (b) {
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::torch: return "torch";
+  }
+  return "cpu";
+}
 
 std::string to_string(Determinism d) {
   switch (d) {
@@ -46,12 +53,13 @@ std::string to_string(Role r) {
     case Role::autotune: return "autotune";
     case Role::control: return "control";
     case Role::program: return "program";
+    case Role::framework: return "framework";
   }
   return "unset";
 }
 
 std::optional<Role> role_from_string(const std::string& s) {
-  for (Role r : {Role::reference, Role::atomic, Role::ordered, Role::vendor, Role::autotune, Role::control, Role::program})
+  for (Role r : {Role::reference, Role::atomic, Role::ordered, Role::vendor, Role::autotune, Role::control, Role::program, Role::framework})
     if (s == to_string(r)) return r;
   return std::nullopt;
 }

@@ -85,6 +85,9 @@ struct Problem {
   // bucket-based ordered variants buffer every contribution, so their working memory follows
   // from it (VariantDef::memory), and they check the bound when they run.
   std::uint64_t contributions = 0;
+  // The validated parameters it was planned from (every spec with a value), set by whoever plans
+  // it: a backend outside this process (PyTorch's) is handed the op by name and parameters.
+  std::map<std::string, ParamValue> params;
 
   template <class G> const G& geom() const { return std::any_cast<const G&>(geometry); }
 };
@@ -154,7 +157,9 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref);
 
 // ---- variants -----------------------------------------------------------------------------
 
-enum class Backend { cpu, cuda };
+// torch: PyTorch's own kernels, run by its Python package in a process of their own
+// (bindings/python/d9m_torch/worker.py; kernels/torch declares them, harness/exec/torch_executor runs them).
+enum class Backend { cpu, cuda, torch };
 enum class Determinism { deterministic, nondeterministic, unknown };
 enum class ClaimSource { design, vendor_doc, vendor_api };
 
@@ -166,8 +171,9 @@ enum class ClaimSource { design, vendor_doc, vendor_api };
 //   autotune   a library choosing its algorithm by timing
 //   control    exists to test the harness itself (fault injection), not the op
 //   program    a user's own program, run by `d9m exec` (never registered: a role of stored cases)
+//   framework  a framework's own kernels as its users call them (PyTorch's default and deterministic modes)
 // `unset` is only the default of the field: the registry refuses a variant that leaves it.
-enum class Role { unset, reference, atomic, ordered, vendor, autotune, control, program };
+enum class Role { unset, reference, atomic, ordered, vendor, autotune, control, program, framework };
 
 std::string to_string(Backend b);
 std::string to_string(Determinism d);

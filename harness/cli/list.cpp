@@ -38,7 +38,7 @@ int list(const ListOptions& o) {
     // A pipeline is certified per backend (`run --pipeline NAME --backend B`: its settings of that
     // backend), so a machine without a GPU still certifies the CPU settings.
     for (const auto& pl : cat.pipelines)
-      for (Backend b : {Backend::cpu, Backend::cuda})
+      for (Backend b : {Backend::cpu, Backend::cuda, Backend::torch})
         if (std::any_of(pipelines.begin(), pipelines.end(),
                         [&](const PlannedPipeline& pp) { return pp.pipeline == &pl && pipeline_backend(*pp.setting) == b; }))
           std::cout << "pipeline:" << pl.name << "/" << pl.steps << "_steps/" << to_string(b) << " " << to_string(b) << "\n";
@@ -139,7 +139,8 @@ int list(const ListOptions& o) {
 void add_list(CLI::App& app, std::vector<Verb>& verbs) {
   auto o = std::make_shared<ListOptions>();
   auto* c = app.add_subcommand("list", "the catalogue as built: ops, variants, claims, configs");
-  c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  c->add_option("--backend", o->backend, "cpu, cuda, torch or all (cpu and cuda), or a comma-separated list")
+      ->check(CLI::Validator(backend_list_error, "BACKENDS"));
   c->add_option("--op", o->ops, "only ops matching these globs");
   auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");
   c->add_option("--profile", o->profile, "built-in catalogue profile: quick, default or models")->excludes(catalog);

@@ -98,7 +98,8 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   o->argv = argv;
   auto* c = app.add_subcommand("run", "run the audit and store the evidence");
   c->add_option("-n,--trials", o->trials, "trials per case (at least 2)")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 30));
-  c->add_option("--backend", o->backend, "cpu, cuda or all")->check(CLI::IsMember({"cpu", "cuda", "all"}));
+  c->add_option("--backend", o->backend, "cpu, cuda, torch or all (cpu and cuda), or a comma-separated list")
+      ->check(CLI::Validator(backend_list_error, "BACKENDS"));
   c->add_option("--op", o->ops, "only ops matching these globs");
   c->add_option("--variant", o->variants, "only variants matching these globs");
   c->add_option("--config", o->configs, "only configs matching these globs");

@@ -52,6 +52,7 @@ BatchPlan plan_sub_batches(const OpDef& op, const Params& params, DType dtype, c
     Params sub = params;
     sub.set(plan.axes.param, size);
     Problem p = op.plan(sub);  // may throw InvalidConfig: a size the op cannot be planned at
+    p.params = sub.values();
     with_precision(p, dtype, math);
     // The sub-batch's tensors must be the full ones cut along the axes; anything else is a wrong
     // OpDef::batch, which would compare unrelated rows.

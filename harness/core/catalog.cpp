@@ -185,6 +185,7 @@ void parse_op_fields(const JsonFields& v, const json& c, const std::string& path
 
   try {
     cc.problem = cc.op->plan(cc.params);
+    cc.problem.params = cc.params.values();
   } catch (const InvalidConfig& e) {
     v.fail(path + ".params." + e.param, e.what());
   }

@@ -30,6 +30,7 @@ std::optional<std::string> memory_refusal(const Executor& ex, const VariantDef& 
 CaseHost::CaseHost(unsigned threads) {
   executors_[Backend::cpu] = make_cpu_executor(threads);
   executors_[Backend::cuda] = make_cuda_executor();
+  executors_[Backend::torch] = make_torch_executor(threads);
 }
 
 CaseHost::~CaseHost() = default;

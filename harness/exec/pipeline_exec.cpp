@@ -37,6 +37,8 @@ CaseRecord pipeline_case_record(const CatalogPipeline& pl, const PipelineSetting
 Backend pipeline_backend(const PipelineSetting& s) {
   for (const VariantDef* v : s.variants)
     if (v->backend == Backend::cuda) return Backend::cuda;
+  for (const VariantDef* v : s.variants)
+    if (v->backend == Backend::torch) return Backend::torch;
   return Backend::cpu;
 }
 
@@ -64,8 +66,8 @@ PipelineHost::PipelineHost(unsigned threads) : threads_(threads) {}
 PipelineHost::~PipelineHost() = default;
 
 Executor& PipelineHost::executor(Backend b) {
-  auto& ex = b == Backend::cpu ? cpu_ : cuda_;
-  if (!ex) ex = b == Backend::cpu ? make_cpu_executor(threads_) : make_cuda_executor();
+  auto& ex = executors_[b];
+  if (!ex) ex = b == Backend::cpu ? make_cpu_executor(threads_) : b == Backend::cuda ? make_cuda_executor() : make_torch_executor(threads_);
   return *ex;
 }
 

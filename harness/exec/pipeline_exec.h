@@ -11,6 +11,8 @@
 // run in the runner's process, not in a worker (a crash in a kernel ends the run).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,7 +53,7 @@ class PipelineHost {
  private:
   Executor& executor(Backend b);
   unsigned threads_;
-  std::unique_ptr<Executor> cpu_, cuda_;
+  std::map<Backend, std::unique_ptr<Executor>> executors_;
 };
 
 }  // namespace d9m

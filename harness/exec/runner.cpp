@@ -16,6 +16,7 @@
 #include "harness/exec/case_exec.h"
 #include "harness/exec/pipeline_exec.h"
 #include "harness/core/files.h"
+#include "harness/exec/torch_executor.h"
 #include "harness/exec/worker.h"
 
 namespace d9m {
@@ -24,7 +25,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-bool backend_selected(const std::string& sel, Backend b) { return sel == "all" || sel == to_string(b); }
 
 bool any_glob(const std::vector<std::string>& globs, const std::string& s) {
   if (globs.empty()) return true;
@@ -78,6 +78,29 @@ class Progress {
 
 void request_stop() { g_stop.store(true); }
 
+bool backend_selected(const std::string& selection, Backend b) {
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t comma = selection.find(',', from);
+    const std::string item = selection.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (item == to_string(b) || (item == "all" && b != Backend::torch)) return true;
+    if (comma == std::string::npos) return false;
+    from = comma + 1;
+  }
+}
+
+std::string backend_list_error(const std::string& selection) {
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t comma = selection.find(',', from);
+    const std::string item = selection.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (item != "all" && item != "cpu" && item != "cuda" && item != "torch")
+      return "--backend takes cpu, cuda, torch or all, or a comma-separated list of them; got '" + item + "'";
+    if (comma == std::string::npos) return "";
+    from = comma + 1;
+  }
+}
+
 std::string plan_digest(const std::vector<PlannedCase>& cases, std::int64_t trials, unsigned threads,
                         const std::vector<PlannedPipeline>& pipelines) {
   nlohmann::json j = {{"trials", trials}, {"threads", threads}, {"cases", nlohmann::json::array()}};
@@ -128,8 +151,7 @@ std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, con
   check(sel.op_globs, ops, "op");
   check(sel.variant_globs, variants, "variant");
   check(sel.config_globs, configs, "config");
-  if (sel.backend != "all" && sel.backend != "cpu" && sel.backend != "cuda")
-    fail_usage("--backend must be cpu, cuda or all, got '" + sel.backend + "'");
+  if (const std::string why = backend_list_error(sel.backend); !why.empty()) fail_usage(why);
 
   std::vector<PlannedCase> out;
   const bool pipelines_only = !sel.pipeline_globs.empty() && sel.op_globs.empty() && sel.variant_globs.empty() && sel.config_globs.empty();
@@ -330,7 +352,20 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   if (opt.save_outputs) make_dirs(*opt.save_outputs);
 
   const GpuProbe gpus = probe_gpus();
-  const Fingerprint fp = collect_fingerprint(gpus);
+  Fingerprint fp = collect_fingerprint(gpus);
+  // PyTorch is part of the stack its cases ran on: its version, its device, its CUDA and cuDNN.
+  const bool torch_used = std::any_of(cases.begin(), cases.end(), [](const PlannedCase& c) { return c.variant->backend == Backend::torch; }) ||
+                          std::any_of(pipelines.begin(), pipelines.end(),
+                                      [](const PlannedPipeline& p) { return pipeline_backend(*p.setting) == Backend::torch; });
+  if (torch_used) {
+    TorchExecutor probe(opt.threads);
+    nlohmann::json torch = probe.stack();
+    if (torch.is_object()) {
+      torch.erase("ops");
+      fp.json["torch"] = torch;
+      fp = fingerprint_from_json(fp.json);
+    }
+  }
   const RunInfo info = run_info(cat, cases, pipelines, opt, gpus);
   RunSummary summary;
   summary.fingerprint_id = fp.id;

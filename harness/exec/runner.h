@@ -11,7 +11,7 @@
 namespace d9m {
 
 struct Selection {
-  std::string backend = "all";             // cpu | cuda | all
+  std::string backend = "all";             // cpu | cuda | torch | all, or a comma-separated list
   std::vector<std::string> op_globs;       // empty: every op
   std::vector<std::string> variant_globs;  // empty: every variant
   std::vector<std::string> config_globs;   // empty: every config
@@ -19,6 +19,12 @@ struct Selection {
   // config glob narrows the run to configs; given alone, it runs those pipelines and no config.
   std::vector<std::string> pipeline_globs;
 };
+
+// Whether `selection` (--backend) names backend `b`: "all" is d9m's own backends, cpu and cuda;
+// PyTorch's (torch) runs only when named, since it starts Python and audits another program.
+bool backend_selected(const std::string& selection, Backend b);
+// Empty when every comma-separated item of `selection` is a backend or "all"; else the message.
+std::string backend_list_error(const std::string& selection);
 
 struct PlannedCase {
   const CatalogConfig* config;

@@ -211,7 +211,8 @@ TEST(Registry, HoldsEveryVariantTheDefaultCatalogueNames) {
 TEST(Registry, EveryVariantStatesItsClaimWithAReason) {
   for (const auto& v : Registry::global().variants()) {
     EXPECT_FALSE(v.claim.reason.empty()) << v.op << "/" << v.name;
-    EXPECT_TRUE(v.run) << v.op << "/" << v.name;
+    // A framework's kernels run in its own process (harness/exec/torch_executor.h), not here.
+    EXPECT_EQ(static_cast<bool>(v.run), v.role != Role::framework) << v.op << "/" << v.name;
     EXPECT_NE(Registry::global().find_op(v.op), nullptr) << v.name << " registered for unknown op " << v.op;
     // Atomics that commute exactly (bias_add's two adds onto -0, segment_max's maximum,
     // bincount's integer counts) claim determinism; every other atomic variant races by design.

@@ -22,7 +22,10 @@ import os
 import struct
 
 import torch
-import xxhash
+try:
+    import xxhash
+except ImportError:  # the torch backend (d9m_torch.worker) needs no digest of its own; the hook does
+    xxhash = None
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -33,6 +36,8 @@ _LEAF = 4096
 
 def digest_bytes(data: bytes) -> str:
     """d9m-digest-v1 of a buffer, as 32 lowercase hex digits."""
+    if xxhash is None:
+        raise RuntimeError("d9m_torch: the trace hook needs the xxhash module (Debian: python3-xxhash)")
     leaves = b"".join(struct.pack("<Q", xxhash.xxh3_64_intdigest(data[i:i + _LEAF])) for i in range(0, len(data), _LEAF))
     return xxhash.xxh3_128_hexdigest(leaves)
 

@@ -1,0 +1,286 @@
+// The torch backend (issue 14 item 5): PyTorch's kernels, run by bindings/python/d9m_torch/worker.py
+// in a Python process of their own, on d9m's inputs, digested and compared by d9m as its own
+// variants are. The protocol is in worker.py's docstring.
+#include "harness/exec/torch_executor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
+#include "harness/core/json_text.h"
+
+extern char** environ;
+
+namespace d9m {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where d9m_torch is: $D9M_PYTHONPATH, else bindings/python of the checkout this binary was
+// built in or carried with (found upward from the executable, so a bundle moved to another
+// machine finds its own), else the source tree it was configured from.
+std::string bindings_dir() {
+  if (const char* e = std::getenv("D9M_PYTHONPATH"); e && *e) return e;
+  std::error_code ec;
+  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (int up = 0; !ec && up < 5 && !dir.empty(); ++up, dir = dir.parent_path())
+    if (fs::exists(dir / "bindings/python/d9m_torch/worker.py", ec)) return (dir / "bindings/python").string();
+  return D9M_BINDINGS_DIR;
+}
+
+std::string python() {
+  const char* e = std::getenv("D9M_PYTHON");
+  return e && *e ? e : "python3";
+}
+
+bool write_all(int fd, const std::string& s) {
+  for (std::size_t done = 0; done < s.size();) {
+    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+json tensor_json(const TensorDesc& d, const std::string& path) {
+  return {{"name", d.name}, {"dtype", std::string(dtype_short_name(d.dtype))}, {"shape", d.shape}, {"path", path}};
+}
+
+json params_json(const Problem& p) {
+  json j = json::object();
+  for (const auto& [name, value] : p.params) std::visit([&, n = name](const auto& v) { j[n] = v; }, value);
+  return j;
+}
+
+std::optional<Claim> claim_from_json(const json& c) {
+  if (c.is_null()) return std::nullopt;
+  Claim claim;
+  const std::string d = c.at("determinism").get<std::string>(), s = c.at("source").get<std::string>();
+  for (auto v : {Determinism::deterministic, Determinism::nondeterministic, Determinism::unknown})
+    if (to_string(v) == d) claim.determinism = v;
+  for (auto v : {ClaimSource::design, ClaimSource::vendor_doc, ClaimSource::vendor_api})
+    if (to_string(v) == s) claim.source = v;
+  claim.reason = c.at("reason").get<std::string>();
+  return claim;
+}
+
+}  // namespace
+
+TorchExecutor::TorchExecutor(unsigned threads) : threads_(threads) {}
+
+TorchExecutor::~TorchExecutor() {
+  stop();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+void TorchExecutor::stop() {
+  if (to_ >= 0) ::close(to_);  // end of requests: the worker leaves its loop
+  if (from_ >= 0) ::close(from_);
+  to_ = from_ = -1;
+  if (pid_ > 0) {
+    int st = 0;
+    for (int i = 0; i < 20 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+    if (::waitpid(pid_, &st, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  pid_ = -1;
+  buffer_.clear();
+}
+
+void TorchExecutor::start() {
+  started_ = true;
+  if (dir_.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "d9m-torch-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) fail_environment("cannot make a folder for the PyTorch worker's tensors: " + std::string(std::strerror(errno)));
+    dir_ = tmpl;
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a worker that died fails its case, not the run
+  int req[2], rep[2];
+  if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0)
+    fail_environment(std::string("cannot create a pipe for the PyTorch worker: ") + std::strerror(errno));
+  const std::string path = bindings_dir();
+  const char* old = std::getenv("PYTHONPATH");
+  std::vector<std::string> env = {"PYTHONPATH=" + path + (old && *old ? ":" + std::string(old) : "")};
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env.emplace_back(*e);
+  std::vector<std::string> args = {python(), "-m", "d9m_torch.worker", "--threads", std::to_string(threads_)};
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, req[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, rep[1], STDOUT_FILENO);
+  const int rc = ::posix_spawnp(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(req[0]);
+  ::close(rep[1]);
+  to_ = req[1];
+  from_ = rep[0];
+  if (rc != 0) {
+    pid_ = -1;
+    stop();
+    unavailable_ = "cannot start " + args[0] + " for the torch backend: " + std::strerror(rc) + " (set D9M_PYTHON)";
+    return;
+  }
+  try {
+    const json hello = receive("starting");
+    if (hello.contains("error")) {
+      unavailable_ = hello["error"].get<std::string>();
+      stop();
+    } else {
+      hello_ = hello.at("hello");
+    }
+  } catch (const std::exception& e) {
+    unavailable_ = std::string("the PyTorch worker did not start: ") + e.what();
+    stop();
+  }
+}
+
+json TorchExecutor::receive(const std::string& doing) {
+  char chunk[4096];
+  for (;;) {
+    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      const std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      json msg = json::parse(line, nullptr, false);
+      if (msg.is_discarded() || !msg.is_object()) {
+        stop();
+        throw std::runtime_error("the PyTorch worker sent a line that is not a JSON object while " + doing + ": " + line.substr(0, 200));
+      }
+      return msg;
+    }
+    const ssize_t got = from_ >= 0 ? ::read(from_, chunk, sizeof chunk) : 0;
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      int st = 0;
+      std::string why = "closed its output";
+      if (pid_ > 0 && ::waitpid(pid_, &st, 0) == pid_) {
+        why = WIFSIGNALED(st) ? "was killed by signal " + std::to_string(WTERMSIG(st))
+                              : "exited with status " + std::to_string(WEXITSTATUS(st));
+        pid_ = -1;
+      }
+      stop();
+      throw std::runtime_error("the PyTorch worker (" + python() + " -m d9m_torch.worker) " + why + " while " + doing +
+                               " (its messages are on stderr)");
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(got));
+  }
+}
+
+json TorchExecutor::ask(const json& msg, const std::string& doing) {
+  if (pid_ < 0) start();
+  if (unavailable_) throw std::runtime_error(*unavailable_);
+  if (!write_all(to_, json_text(msg) + "\n")) {
+    stop();
+    throw std::runtime_error("the PyTorch worker is gone (" + doing + ")");
+  }
+  return receive(doing);
+}
+
+std::optional<std::string> TorchExecutor::unavailable() const {
+  auto* self = const_cast<TorchExecutor*>(this);  // starting the worker is how availability is known
+  if (!started_) self->start();
+  return unavailable_;
+}
+
+const json& TorchExecutor::stack() {
+  if (!started_) start();
+  return hello_;
+}
+
+std::optional<Claim> TorchExecutor::prepare(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) {
+  json in = json::array();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string path = dir_ + "/input_" + std::to_string(i) + ".bin";
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(static_cast<const char*>(inputs[i].data()), static_cast<std::streamsize>(p.inputs[i].bytes()));
+    if (!f.flush()) fail_environment("cannot write " + path + " for the PyTorch worker");
+    in.push_back(tensor_json(p.inputs[i], path));
+  }
+  output_path_ = dir_ + "/output.bin";
+  const json req = {{"prepare",
+                     {{"op", v.op},
+                      {"variant", v.name},
+                      {"params", params_json(p)},
+                      {"dtype", std::string(dtype_short_name(p.dtype))},
+                      {"math", p.math},
+                      {"inputs", in},
+                      {"output", tensor_json(p.output, output_path_)}}}};
+  const json reply = ask(req, "preparing " + v.op + "/" + v.name);
+  if (reply.contains("unsupported")) throw Unsupported(reply["unsupported"].get<std::string>());
+  if (reply.contains("error")) throw std::runtime_error(reply["error"].get<std::string>());
+  return claim_from_json(reply.at("prepared").at("claim"));
+}
+
+std::int64_t TorchExecutor::trial(std::int64_t k, const TensorDesc& out, void* into) {
+  std::error_code ec;
+  fs::remove(output_path_, ec);  // a trial that writes nothing must not pass with the last one's bytes
+  const json reply = ask({{"trial", k}}, "running trial " + std::to_string(k));
+  if (reply.contains("error")) throw std::runtime_error(reply["error"].get<std::string>());
+  std::ifstream f(output_path_, std::ios::binary);
+  f.read(static_cast<char*>(into), static_cast<std::streamsize>(out.bytes()));
+  if (!f || f.gcount() != static_cast<std::streamsize>(out.bytes()) || f.peek() != std::char_traits<char>::eof())
+    throw std::runtime_error("the PyTorch worker's output for trial " + std::to_string(k) + " is not " + std::to_string(out.bytes()) +
+                             " bytes (" + out.name + " " + shape_string(out.shape) + ")");
+  return reply.at("elapsed_ns").get<std::int64_t>();
+}
+
+CaseOutcome TorchExecutor::run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
+                               bool keep_first_output, const TrialCallback& after_trial) {
+  CaseOutcome outcome;
+  outcome.claim = prepare(v, p, inputs);
+  HostTensor first(p.output), current(p.output);
+  for (std::int64_t t = 0; t < trials; ++t) {
+    HostTensor& out = t == 0 ? first : current;
+    TrialResult r;
+    r.elapsed_ns = trial(t, p.output, out.data());
+    r.digest = digest_v1(out.data(), p.output.bytes()).hex();
+    if (t > 0 && r.digest != outcome.trials.front().digest)
+      r.diff = diff_outputs(p.output.dtype, first.data(), current.data(), p.output.numel());
+    outcome.trials.push_back(std::move(r));
+    if (after_trial && !after_trial(t + 1, trials)) break;
+  }
+  if (keep_first_output) outcome.first_output.emplace(std::move(first));
+  return outcome;
+}
+
+HostTensor TorchExecutor::run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) {
+  prepare(v, p, inputs);
+  HostTensor out(p.output);
+  trial(0, p.output, out.data());
+  return out;
+}
+
+std::uint64_t TorchExecutor::memory_held(const Problem& p) const {
+  // This process's two outputs, and in the worker the inputs and an output or two.
+  std::uint64_t bytes = 4 * static_cast<std::uint64_t>(p.output.bytes());
+  for (const auto& in : p.inputs) bytes += in.bytes();
+  return bytes;
+}
+
+std::unique_ptr<Executor> make_torch_executor(unsigned threads) { return std::make_unique<TorchExecutor>(threads); }
+
+}  // namespace d9m

@@ -1,0 +1,59 @@
+// The executor of Backend::torch: PyTorch's own kernels (kernels/torch), run in a Python process
+// (bindings/python/d9m_torch/worker.py) started on the first case and kept for the next ones.
+// It hands over d9m's inputs and takes back each trial's output as bytes, which it digests and
+// compares with trial 0 as the other executors do, so a torch case is the same evidence as any.
+//
+// The interpreter is $D9M_PYTHON (default python3); where d9m_torch lives, $D9M_PYTHONPATH (by
+// default bindings/python beside the binary's checkout). Without PyTorch its cases are SKIPPED
+// with the import error. The worker runs on PyTorch's CUDA device when it has one, else the CPU;
+// `stack()` says which, with PyTorch's versions, for the run's fingerprint.
+#pragma once
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/exec/executor.h"
+
+namespace d9m {
+
+class TorchExecutor final : public Executor {
+ public:
+  explicit TorchExecutor(unsigned threads);
+  ~TorchExecutor() override;
+  TorchExecutor(const TorchExecutor&) = delete;
+  TorchExecutor& operator=(const TorchExecutor&) = delete;
+
+  std::optional<std::string> unavailable() const override;
+  CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
+                  bool keep_first_output, const TrialCallback& after_trial) override;
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override;
+  std::string memory_name() const override { return "host memory"; }
+  std::optional<std::uint64_t> memory_free() const override { return host_memory_free(); }
+  std::uint64_t memory_held(const Problem& p) const override;
+
+  // The worker's greeting: PyTorch's version, its device, its CUDA and cuDNN; null without PyTorch.
+  const nlohmann::json& stack();
+
+ private:
+  void start();
+  void stop();
+  nlohmann::json receive(const std::string& doing);
+  nlohmann::json ask(const nlohmann::json& msg, const std::string& doing);
+  std::optional<Claim> prepare(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs);
+  std::int64_t trial(std::int64_t k, const TensorDesc& out, void* into);
+
+  unsigned threads_;
+  bool started_ = false;
+  std::optional<std::string> unavailable_;
+  nlohmann::json hello_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  std::string buffer_, dir_, output_path_;
+};
+
+
+}  // namespace d9m

@@ -1,0 +1,154 @@
+// The torch backend (harness/exec/torch_executor.h): PyTorch's kernels must compute the catalogue's
+// ops, not merely run. Every torch variant on the built-in profile's configs agrees with cpu.serial
+// within the op's tolerance, or is UNSUPPORTED for a stated reason; the ops d9m_torch maps are the
+// ops kernels/torch registers; a worker that dies or writes a short output fails its case with
+// the reason. Needs a python3 that imports torch ($D9M_PYTHON, as ctest sets it: Debian's
+// python3-torch); skipped where none does, and failed where one does but the worker does not start.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "harness/exec/torch_executor.h"
+#include "suites/unit/kernel_harness.h"
+#include "suites/unit/scratch_dir.h"
+
+namespace d9m {
+namespace {
+
+bool python_has_torch() {
+  const char* py = std::getenv("D9M_PYTHON");
+  const std::string cmd = std::string(py && *py ? py : "python3") + " -c 'import torch' > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+#define REQUIRE_TORCH()                                                                  \
+  if (!python_has_torch()) GTEST_SKIP() << "no python3 with torch ($D9M_PYTHON)";         \
+  do {                                                                                   \
+  } while (0)
+
+TEST(TorchBackend, TheWorkerMapsExactlyTheOpsRegisteredForIt) {
+  REQUIRE_TORCH();
+  TorchExecutor ex(2);
+  ASSERT_EQ(ex.unavailable(), std::nullopt);
+  std::set<std::string> mapped, registered;
+  for (const auto& op : ex.stack().at("ops")) mapped.insert(op.get<std::string>());
+  for (const auto& v : Registry::global().variants())
+    if (v.backend == Backend::torch) {
+      registered.insert(v.op);
+      EXPECT_EQ(v.role, Role::framework) << v.op;
+    }
+  EXPECT_EQ(mapped, registered);
+  EXPECT_FALSE(ex.stack().at("torch").get<std::string>().empty());
+}
+
+TEST(TorchBackend, EveryTorchVariantComputesTheOpOfTheSerialReference) {
+  REQUIRE_TORCH();
+  TorchExecutor ex(2);
+  const Catalog cat = builtin_catalog(D9M_TEST_PROFILE, Registry::global());
+  int agreed = 0, unsupported = 0;
+  std::set<std::string> ops_agreed;
+  for (const auto& cc : cat.configs) {
+    for (const char* name : {"torch.default", "torch.deterministic"}) {
+      const VariantDef* v = Registry::global().find_variant(cc.op->name, name);
+      if (!v) continue;
+      const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+      const std::string what = cc.op->name + "/" + cc.name + "/" + name;
+      HostTensor got(cc.problem.output);
+      try {
+        got = ex.run_once(*v, cc.problem, inputs);
+      } catch (const Unsupported& u) {
+        // A reason, never an empty one; and PyTorch has every op of the list on some config.
+        EXPECT_NE(std::string(u.what()), "") << what;
+        ++unsupported;
+        continue;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << what << ": " << e.what();
+        continue;
+      }
+      const auto ref = test::values(test::run_variant(cc.op->name, "cpu.serial", cc.problem, inputs));
+      const auto out = test::values(got);
+      double max_ref = 0, worst = 0;
+      for (double x : ref) max_ref = std::max(max_ref, std::fabs(x));
+      for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
+      // PyTorch is another implementation: an op whose d9m variants share one formula, and so
+      // must agree exactly (sgd_update), may round differently there (PyTorch's add with alpha
+      // fuses the multiply), so a few units of the dtype's roundoff are allowed.
+      OpDef roundoff;
+      roundoff.tolerance = 1e-6;
+      const double tol = std::max(allowed_difference(*cc.op, cc.problem, max_ref),
+                                  tolerance_for(roundoff, cc.problem.output.dtype) * (1 + max_ref));
+      EXPECT_LE(worst, tol) << what;
+      ++agreed;
+      ops_agreed.insert(cc.op->name);
+    }
+  }
+  std::printf("torch variants: %d agreed with cpu.serial on %zu ops, %d unsupported\n", agreed, ops_agreed.size(), unsupported);
+  EXPECT_GE(ops_agreed.size(), 20u);
+}
+
+class TorchWorkerFaults : public test::ScratchDirTest {
+ protected:
+  TorchWorkerFaults() : ScratchDirTest("torch_backend") {}
+};
+
+TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheReason) {
+  // A d9m_torch whose worker greets, then exits at the first request; then one whose output is
+  // short. Plain Python: no PyTorch needed.
+  const std::string pkg = path("d9m_torch");
+  ASSERT_EQ(std::system(("mkdir -p " + pkg).c_str()), 0);
+  std::ofstream(pkg + "/__init__.py") << "";
+  std::ofstream(pkg + "/worker.py") << "import json, sys, os\n"
+                                      "print(json.dumps({'hello': {'torch': 'fake', 'ops': []}}), flush=True)\n"
+                                      "for line in sys.stdin:\n"
+                                      "    m = json.loads(line)\n"
+                                      "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
+                                      "    if 'prepare' in m:\n"
+                                      "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
+                                      "    else:\n"
+                                      "        open(out, 'wb').write(b'xy'); print(json.dumps({'done': m['trial'], 'elapsed_ns': 1}), flush=True)\n";
+  const CatalogConfig cc = test::config("relu", {{"n", 64}});
+  const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+  const VariantDef& v = *Registry::global().find_variant("relu", "torch.default");
+  ::setenv("D9M_PYTHONPATH", path("").c_str(), 1);
+  ::setenv("FAKE_MODE", "die", 1);
+  {
+    TorchExecutor ex(1);
+    EXPECT_EQ(ex.unavailable(), std::nullopt);
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a dead worker passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("exited with status 3"), std::string::npos) << e.what();
+    }
+  }
+  ::setenv("FAKE_MODE", "short", 1);
+  {
+    TorchExecutor ex(1);
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a short output passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not 256 bytes"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("FAKE_MODE");
+  ::unsetenv("D9M_PYTHONPATH");
+}
+
+TEST(TorchBackend, WithoutPyTorchItsCasesAreUnavailableWithTheReason) {
+  const char* was = std::getenv("D9M_PYTHON");
+  const std::string old = was ? was : "";
+  ::setenv("D9M_PYTHON", "/nonexistent/python3", 1);
+  TorchExecutor ex(1);
+  const auto why = ex.unavailable();
+  if (old.empty()) ::unsetenv("D9M_PYTHON");
+  else ::setenv("D9M_PYTHON", old.c_str(), 1);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("/nonexistent/python3"), std::string::npos) << *why;
+}
+
+}  // namespace
+}  // namespace d9m
