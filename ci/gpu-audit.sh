@@ -19,6 +19,7 @@ build=${D9M_BUILD_DIR:-build/gpu}
 gpu_trials=${D9M_GPU_TRIALS:-200}
 cpu_trials=${D9M_CPU_TRIALS:-20}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
 log=$out/log.txt
 : > "$log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
@@ -51,7 +52,7 @@ if [[ ! -x $build/harness/d9m ]]; then
   d9m_install_deps
   D9M_CUDA=ON d9m_build "$build" -DCMAKE_BUILD_TYPE=Release -DD9M_TESTS=ON -DD9M_BENCH=ON >> "$log" 2>&1 || { say "build failed"; exit 3; }
 fi
-d9m=$build/harness/d9m
+d9m=$(realpath "$build/harness/d9m")
 
 say "machine"
 { nvidia-smi || echo "nvidia-smi not available"; } > "$out/nvidia-smi.txt" 2>&1
@@ -92,13 +93,25 @@ if [[ -x $build/suites/d9m_with_faults ]]; then
   ((faults_rc == 0)) || tests_rc=$faults_rc
 fi
 
-say "audit: GPU backend, $gpu_trials trials per case"
-"$d9m" run --backend cuda -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+# PyTorch's own CUDA kernels (torch.default, torch.deterministic) in the same run, so that they
+# share the stack (its fingerprint names PyTorch's version) and sit beside d9m's and the vendors'.
+say "audit: GPU backend and PyTorch's kernels, $gpu_trials trials per case"
+"$d9m" run --backend cuda,torch -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 gpu_rc=${PIPESTATUS[0]}
 # Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
 # above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
 say "trace diff: the GPU run's pipelines"
 "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
+# The PyTorch hook on a real model's training steps (suites/python/model_step.py), PyTorch's
+# defaults and then use_deterministic_algorithms(True): which output and which op diverged.
+for mode in default deterministic; do
+  say "PyTorch hook: model_step.py, $mode"
+  mkdir -p "$out/hook-$mode"
+  (cd "$out/hook-$mode" && D9M_TORCH_MODE=$mode "$d9m" exec -n "${D9M_HOOK_TRIALS:-10}" --outputs weights.bin --outputs inputs.bin \
+     --name "model_step_$mode" --db "$out/d9m.sqlite" -- python3 "$D9M_SOURCE_DIR/suites/python/model_step.py") 2>&1 | tee -a "$log"
+  "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/hook-$mode/trace-diff.md" 2>&1 | tee -a "$log"
+  rm -f "$out/hook-$mode"/*.bin
+done
 say "audit: CPU backend, $cpu_trials trials per case"
 "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
 cpu_rc=${PIPESTATUS[0]}
