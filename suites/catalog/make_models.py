@@ -20,8 +20,8 @@ Sources (NHWC, TensorFlow semantics, as the ops in d9m are defined):
   attention at sequence 512, the word-embedding gradient (TF's unsorted_segment_sum) and the
   bias gradients.
 - ViT-B/16 (Dosovitskiy et al. 2021): 224x224 images, 16x16 patches (196 + 1 tokens), hidden
-  768, 12 heads, MLP 3072, batch 32 (6304 tokens): the patch embedding conv, the projections and
-  attention at sequence 197.
+  768, 12 heads, MLP 3072, batch 32 (6304 tokens): the patch embedding conv, the projections,
+  attention at sequence 197 and the pre-norm's gamma gradient.
 """
 import json
 import os
@@ -137,6 +137,11 @@ add("softmax_cross_entropy", "bert_mlm_loss", {"n": 8 * 76, "classes": V},
     f"{BERT} masked-LM loss over 30522 classes, 76 predictions per sequence (mean)")
 add("bias_add_grad", "bert_bias_768", {"n": 8, "h": 512, "w": 1, "c": H}, f"{BERT} bias gradient of a 768-wide projection")
 add("bias_add_grad", "bert_bias_3072", {"n": 8, "h": 512, "w": 1, "c": FF}, f"{BERT} bias gradient of the FFN up projection")
+ln = {"rows": T, "dim": H}
+add("layer_norm", "bert_layer_norm", ln, f"{BERT} layer norm over the hidden 768 (after attention and after the FFN)")
+add("layer_norm_grad_input", "bert_layer_norm", ln, f"{BERT} layer norm input gradient")
+add("layer_norm_grad_gamma", "bert_layer_norm", ln, f"{BERT} layer norm gamma gradient (a sum over 4096 tokens)")
+add("layer_norm_grad_beta", "bert_layer_norm", ln, f"{BERT} layer norm beta gradient (a sum over 4096 tokens)")
 
 # ---- ViT-B/16: 224x224, batch 32 -------------------------------------------------------------
 VT = 32 * 197
@@ -154,6 +159,7 @@ add("softmax_cross_entropy", "vit_b16_imagenet_loss", {"n": 32, "classes": 1000}
 vit_attn = {"batch": 32, "heads": 12, "seq_q": 197, "seq_kv": 197, "head_dim": 64}
 add("sdpa", "vit_b16_attention", vit_attn, f"{VIT} self-attention, 197 tokens, 12 heads of 64")
 add("sdpa_bwd", "vit_b16_attention", vit_attn, f"{VIT} self-attention backward, 197 tokens, 12 heads of 64")
+add("layer_norm_grad_gamma", "vit_b16_layer_norm", {"rows": VT, "dim": H}, f"{VIT} pre-norm gamma gradient (a sum over 6304 tokens)")
 
 catalog = {
     "schema": "d9m.catalog/1",

@@ -260,6 +260,13 @@ const std::vector<std::pair<std::string, nlohmann::json>> kExactConfigs = {
     {"softmax_cross_entropy_grad", {{"n", 1000}, {"classes", 7}, {"weighted", true}, {"ignored_percent", 10}}},
     {"softmax_cross_entropy_grad", {{"n", 64}, {"classes", 5}, {"h", 8}, {"w", 8}, {"ignored_percent", 10}, {"reduction", "sum"}}},
     {"sgd_update", {{"n", 10007}, {"lr", 0.5}}},
+    // Exact x rows (norm_ops.cpp: pairs +-2^k) with epsilon 0 make each row's (x - mean) rstd
+    // exactly +-1, so the parameter gradients' row sums are exact in any order; the row-by-row ops
+    // compute each row with one code.
+    {"layer_norm", {{"rows", 37}, {"dim", 24}, {"epsilon", 0.0}}},
+    {"layer_norm_grad_input", {{"rows", 37}, {"dim", 24}, {"epsilon", 0.0}}},
+    {"layer_norm_grad_gamma", {{"rows", 1000}, {"dim", 10}, {"epsilon", 0.0}}},
+    {"layer_norm_grad_beta", {{"rows", 1000}, {"dim", 10}}},
 };
 
 TEST(KernelAgreement, AllVariantsAgreeBitForBitOnExactInputs) {

@@ -37,15 +37,19 @@ const std::set<std::string> kDesignOps = {
     "embedding_bag_bwd", "nll_loss", "softmax_cross_entropy", "ctc_loss_bwd",
     // The steps of a training-step pipeline (a small CNN's forward, loss, backward and update)
     // that the catalogue lacked.
-    "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update"};
+    "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update",
+    // An attention block's training step (issue 14): layer norm and its three gradients.
+    "layer_norm", "layer_norm_grad_input", "layer_norm_grad_gamma", "layer_norm_grad_beta"};
 
 // Ops that accumulate (or, for bias_add, whose atomic variant shows that two commutative adds
 // stay deterministic): these have a cpu.atomic variant. The others: forward ops that gather, and
 // ops with no sum across outputs at all (elementwise relu, relu_grad and sgd_update, maxpool2d's
-// selection, softmax_cross_entropy_grad's independent rows after one fixed-order weight sum), where
-// no framework kernel uses atomics and an atomic variant would have nothing to race on.
+// selection, softmax_cross_entropy_grad's independent rows after one fixed-order weight sum, layer
+// norm and its input gradient, whose sums stay within a row), where no framework kernel uses
+// atomics and an atomic variant would have nothing to race on.
 const std::set<std::string> kForwardOnly = {"resize_bilinear", "resize_nearest", "crop_and_resize", "symv", "sdpa",
-                                            "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update"};
+                                            "relu", "relu_grad", "maxpool2d", "softmax_cross_entropy_grad", "sgd_update",
+                                            "layer_norm", "layer_norm_grad_input"};
 
 TEST(Registry, HoldsEveryOpOfTheDesign) {
   for (const auto& name : kDesignOps) EXPECT_NE(Registry::global().find_op(name), nullptr) << name;
