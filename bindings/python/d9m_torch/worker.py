@@ -116,7 +116,9 @@ def main():
                 if deterministic and "deterministic" in text:
                     # PyTorch's own answer: it has no deterministic algorithm for this op here.
                     send({"unsupported": "PyTorch " + torch.__version__ + ": " + first})
-                elif "not implemented for" in text:  # no kernel for this dtype on this device
+                # PyTorch's wording when it has no kernel for a dtype on this device, e.g.
+                # "upsample_bilinear2d_backward" not implemented for 'Half' (a fact, not a failure).
+                elif "not implemented for" in text:
                     send({"unsupported": f"PyTorch {torch.__version__} on {device.type}: {first}"})
                 else:
                     send({"error": f"PyTorch {torch.__version__}: {type(e).__name__}: {first}"})
