@@ -190,9 +190,13 @@ json TorchExecutor::receive(const std::string& doing) {
   }
 }
 
-json TorchExecutor::ask(const json& msg, const std::string& doing) {
-  if (pid_ < 0) start();
+void TorchExecutor::ensure_worker() {
+  if (pid_ < 0 && !unavailable_) start();  // again after a worker died: the next case gets a fresh one
   if (unavailable_) throw std::runtime_error(*unavailable_);
+}
+
+json TorchExecutor::ask(const json& msg, const std::string& doing) {
+  ensure_worker();
   if (!write_all(to_, json_text(msg) + "\n")) {
     stop();
     throw std::runtime_error("the PyTorch worker is gone (" + doing + ")");
@@ -212,6 +216,9 @@ const json& TorchExecutor::stack() {
 }
 
 std::optional<Claim> TorchExecutor::prepare(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) {
+  // The worker first: starting it makes the folder the tensors go to (a prepare before it wrote
+  // them to "/input_0.bin", where another process's worker could read them).
+  ensure_worker();
   json in = json::array();
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string path = dir_ + "/input_" + std::to_string(i) + ".bin";

@@ -40,6 +40,7 @@ class TorchExecutor final : public Executor {
 
  private:
   void start();
+  void ensure_worker();  // started (making the tensors' folder), or throws why it cannot be
   void stop();
   nlohmann::json receive(const std::string& doing);
   nlohmann::json ask(const nlohmann::json& msg, const std::string& doing);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <filesystem>
 #include <set>
 
 #include "harness/exec/torch_executor.h"
@@ -17,6 +18,8 @@
 
 namespace d9m {
 namespace {
+
+namespace fs = std::filesystem;
 
 bool python_has_torch() {
   const char* py = std::getenv("D9M_PYTHON");
@@ -106,6 +109,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
                                       "    m = json.loads(line)\n"
                                       "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
                                       "    if 'prepare' in m:\n"
+                                      "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
                                       "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
                                       "    else:\n"
                                       "        open(out, 'wb').write(b'xy'); print(json.dumps({'done': m['trial'], 'elapsed_ns': 1}), flush=True)\n";
@@ -134,6 +138,28 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
       EXPECT_NE(std::string(e.what()).find("is not 256 bytes"), std::string::npos) << e.what();
     }
   }
+  // A first call that prepares a case (no unavailable() before it) still puts the tensors in the
+  // executor's own folder under $TMPDIR: they once went to "/input_0.bin", shared by every process
+  // on the machine, and a parallel test's worker read another's input there.
+  ::setenv("FAKE_MODE", "short", 1);
+  ::setenv("FAKE_LOG", path("log.jsonl").c_str(), 1);
+  const char* tmp_was = std::getenv("TMPDIR");
+  const std::string tmp_old = tmp_was ? tmp_was : "";
+  ::setenv("TMPDIR", path("").c_str(), 1);
+  {
+    TorchExecutor ex(1);
+    EXPECT_THROW(ex.run(v, cc.problem, inputs, 1, false, nullptr), std::runtime_error);
+  }
+  if (tmp_old.empty()) ::unsetenv("TMPDIR");
+  else ::setenv("TMPDIR", tmp_old.c_str(), 1);
+  std::ifstream log(path("log.jsonl"));
+  std::string line;
+  ASSERT_TRUE(std::getline(log, line)) << "the fake worker got no prepare";
+  const auto req = nlohmann::json::parse(line).at("prepare");
+  const std::string own = (fs::path(path("")) / "d9m-torch-").string();
+  for (const auto& t : req.at("inputs")) EXPECT_EQ(t.at("path").get<std::string>().rfind(own, 0), 0u) << t.at("path");
+  EXPECT_EQ(req.at("output").at("path").get<std::string>().rfind(own, 0), 0u) << req.at("output").at("path");
+  ::unsetenv("FAKE_LOG");
   ::unsetenv("FAKE_MODE");
   ::unsetenv("D9M_PYTHONPATH");
 }
