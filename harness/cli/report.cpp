@@ -40,7 +40,7 @@ int report(const ReportArgs& a) {
   if (a.audit) data.store_sha256 = sha256_file(store.path());
   if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
   select_stacks(data, a.stacks);
-  if (a.format == "md" || a.format == "html") {
+  if (a.format == "md" || a.format == "html" || a.format == "json") {
     std::vector<std::string> runs;  // the reported runs: of the selected stacks
     for (const auto& r : data.run_rows)
       if (std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; })) runs.push_back(r.id);

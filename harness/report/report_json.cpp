@@ -3,6 +3,7 @@
 #include "harness/core/fingerprint.h"
 #include "harness/core/json_text.h"
 #include "harness/report/report.h"
+#include "harness/report/trace_diff.h"
 
 namespace d9m {
 
@@ -127,6 +128,11 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
     rows.push_back({{"source", row.source}, {"op", row.op}, {"dtype", row.dtype}, {"math", row.math}, {"variant", row.variant}, {"role", to_string(row.role)}, {"backend", row.backend},
                     {"claim", row.claim_determinism}, {"cells", cells}, {"solution", solution}});
   }
+  json pipelines = json::array();
+  for (const auto& p : data.pipelines)
+    pipelines.push_back({{"run", p.run_id}, {"pipeline", p.pipeline}, {"setting", p.setting}, {"config", p.config},
+                         {"trials", p.trials}, {"distinct", p.distinct}, {"diff", p.diff ? trace_diff_json(*p.diff) : json(nullptr)},
+                         {"problem", p.problem.empty() ? json(nullptr) : json(p.problem)}});
   const json report = {{"schema", "d9m.report/1"},
                        {"generator", {{"name", "d9m"}, {"version", d9m_version()}, {"commit", d9m_commit()}}},
                        {"generated_at", data.generated_at},
@@ -143,6 +149,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
                        {"costs", costs},
                        {"cross_implementation", cross},
                        {"stack_differences", diffs},
+                       {"pipelines", pipelines},
                        {"verdict", verdict_json(m.verdict)}};
   return json_text(report, 2) + "\n";
 }

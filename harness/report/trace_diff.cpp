@@ -447,25 +447,27 @@ json side_json(const TraceSideInfo& s) {
 
 }  // namespace
 
+json trace_diff_json(const TraceDiff& d) {
+  json j = {{"pipeline", d.pipeline}, {"setting", d.setting_a}, {"setting_b", d.setting_b}, {"config", d.config},
+            {"a", side_json(d.a)},    {"b", side_json(d.b)},   {"ops_per_step", d.ops_per_step}, {"stats_known", d.stats_known},
+            {"propagated", d.propagated}, {"notes", d.notes}, {"source", nullptr}, {"steps", json::array()}};
+  if (d.source) {
+    const TraceOpRow& r = d.source->row;
+    j["source"] = {{"step", r.step},          {"position", r.position}, {"name", r.name}, {"op", r.op}, {"outside", d.source->outside},
+                   {"variant", r.variant_b}, {"variant_a", r.variant_a}, {"diff", diff_json(r.diff)},
+                   {"claim", {{"variant", d.source->claim_variant}, {"determinism", d.source->claim_determinism}, {"source", d.source->claim_source},
+                              {"reason", d.source->claim_reason}}}};
+  }
+  for (const auto& s : d.by_step)
+    j["steps"].push_back({{"step", s.step}, {"outputs", s.outputs}, {"differing_outputs", s.differing_outputs},
+                          {"parameters", s.parameters}, {"differing_parameters", s.differing_parameters},
+                          {"parameter_elements", opt_json(s.parameter_elements)}, {"parameter_max_ulp", opt_json(s.parameter_max_ulp)}});
+  return j;
+}
+
 std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs) {
   json all = json::array();
-  for (const TraceDiff& d : diffs) {
-    json j = {{"pipeline", d.pipeline}, {"setting", d.setting_a}, {"setting_b", d.setting_b}, {"config", d.config},
-              {"a", side_json(d.a)},    {"b", side_json(d.b)},   {"ops_per_step", d.ops_per_step}, {"stats_known", d.stats_known},
-              {"propagated", d.propagated}, {"notes", d.notes}, {"source", nullptr}, {"steps", json::array()}};
-    if (d.source) {
-      const TraceOpRow& r = d.source->row;
-      j["source"] = {{"step", r.step},          {"position", r.position}, {"name", r.name}, {"op", r.op}, {"outside", d.source->outside},
-                     {"variant", r.variant_b}, {"variant_a", r.variant_a}, {"diff", diff_json(r.diff)},
-                     {"claim", {{"variant", d.source->claim_variant}, {"determinism", d.source->claim_determinism}, {"source", d.source->claim_source},
-                                {"reason", d.source->claim_reason}}}};
-    }
-    for (const auto& s : d.by_step)
-      j["steps"].push_back({{"step", s.step}, {"outputs", s.outputs}, {"differing_outputs", s.differing_outputs},
-                            {"parameters", s.parameters}, {"differing_parameters", s.differing_parameters},
-                            {"parameter_elements", opt_json(s.parameter_elements)}, {"parameter_max_ulp", opt_json(s.parameter_max_ulp)}});
-    all.push_back(std::move(j));
-  }
+  for (const TraceDiff& d : diffs) all.push_back(trace_diff_json(d));
   return json_text(json{{"schema", "d9m.trace-diff/1"}, {"diffs", all}}, 1) + "\n";
 }
 

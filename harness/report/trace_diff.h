@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/core/evidence.h"
 #include "harness/store/store.h"
 
@@ -92,6 +94,7 @@ std::string trace_source_html(const TraceDiff& d);
 
 std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs);
 std::string render_trace_diff_json(const std::vector<TraceDiff>& diffs);
+nlohmann::json trace_diff_json(const TraceDiff& d);  // one element of the above's "diffs", as the JSON report shows it too
 std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs);
 
 }  // namespace d9m

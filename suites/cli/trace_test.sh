@@ -92,6 +92,18 @@ grep -qF '<svg width="640" height="240" role="img" aria-label="divergence by ste
   grep -qE '<li>bias_fit \(setting ordered, .*\): one trajectory in 3 trials, no divergence</li>' "$T/r.html" ||
   { echo "FAIL: the HTML report has no divergence chart, no source or no line for the ordered setting"; grep -A3 Pipelines "$T/r.html"; failures=$((failures + 1)); }
 self_contained "the HTML report" "$T/r.html"
+# And the JSON report: each pipeline case, with the trace diff's own object where it diverged.
+"$D9M" report --db "$T/s.sqlite" --format json -o "$T/r.json"; check "report json" 1 $?
+python3 - "$T/r.json" <<'PY' || { echo "FAIL: the JSON report's pipelines"; failures=$((failures + 1)); }
+import json, sys
+p = {x["setting"]: x for x in json.load(open(sys.argv[1]))["pipelines"]}
+flip, ordered = p["flip"], p["ordered"]
+assert flip["pipeline"] == "bias_fit" and flip["trials"] == 3 and flip["distinct"] == 2, flip
+src = flip["diff"]["source"]
+assert (src["step"], src["position"], src["name"], src["variant"]) == (1, 0, "grad", "test.flip_at_call"), src
+assert src["claim"]["determinism"] == "deterministic" and flip["diff"]["steps"], flip["diff"]
+assert ordered["distinct"] == 1 and ordered["diff"] is None and ordered["problem"] is None, ordered
+PY
 chart_on_screen "report" "$T/r.html" 'class="src"'
 "$D9M" report --db "$T/s.sqlite" --format html --audit -o "$T/audit.html" 2> "$T/err"; check "audit html" 1 $? "$T/audit.html" 'aria-label="divergence by step"'
 
