@@ -30,38 +30,25 @@ class CpuExecutor final : public Executor {
 
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
                   std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial) override {
-    CaseOutcome outcome;
     const ExecContext exec{&pool_, nullptr};
     KernelArgs args{p, {}, nullptr, exec};
     for (const auto& t : inputs) args.inputs.push_back(t.data());
-    std::string choice;
-    args.choice = &choice;
     Prepared prepared;
     if (v.prepare) prepared = v.prepare(p, exec);  // may throw Unsupported
     args.state = prepared.state.get();
-    outcome.claim = prepared.claim;
-    HostTensor first(p.output), current(p.output);
     const std::size_t bytes = p.output.bytes();
-    for (std::int64_t t = 0; t < trials; ++t) {
-      HostTensor& out = t == 0 ? first : current;
+    CaseOutcome outcome = run_host_trials(p, trials, keep_first_output, after_trial, &pool_, [&](std::int64_t, void* out, std::string& choice) {
       // Poison the output so a variant that forgets to initialise it cannot pass as deterministic
       // by inheriting the previous trial's bytes.
-      std::memset(out.data(), 0xA5, bytes);
-      args.output = out.data();
-      choice.clear();
+      std::memset(out, 0xA5, bytes);
+      args.output = out;
+      args.choice = &choice;
       const auto start = std::chrono::steady_clock::now();
       v.run(args);
       const auto stop = std::chrono::steady_clock::now();
-      TrialResult r;
-      r.elapsed_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count();
-      r.digest = digest_v1(out.data(), bytes, &pool_).hex();
-      r.choice = choice;
-      if (t > 0 && r.digest != outcome.trials.front().digest)
-        r.diff = diff_outputs(p.output.dtype, first.data(), current.data(), p.output.numel());
-      outcome.trials.push_back(std::move(r));
-      if (after_trial && !after_trial(t + 1, trials)) break;
-    }
-    if (keep_first_output) outcome.first_output.emplace(std::move(first));
+      return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count());
+    });
+    outcome.claim = prepared.claim;
     return outcome;
   }
 
@@ -130,6 +117,24 @@ DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::i
     d.max_ulp = std::max(d.max_ulp, ulp_as_int64(e.ulp));
   }
   return d;
+}
+
+CaseOutcome run_host_trials(const Problem& p, std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial,
+                            ThreadPool* pool, const HostTrial& one_trial) {
+  CaseOutcome outcome;
+  HostTensor first(p.output), current(p.output);
+  for (std::int64_t t = 0; t < trials; ++t) {
+    HostTensor& out = t == 0 ? first : current;
+    TrialResult r;
+    r.elapsed_ns = one_trial(t, out.data(), r.choice);
+    r.digest = digest_v1(out.data(), p.output.bytes(), pool).hex();
+    if (t > 0 && r.digest != outcome.trials.front().digest)
+      r.diff = diff_outputs(p.output.dtype, first.data(), current.data(), p.output.numel());
+    outcome.trials.push_back(std::move(r));
+    if (after_trial && !after_trial(t + 1, trials)) break;
+  }
+  if (keep_first_output) outcome.first_output.emplace(std::move(first));
+  return outcome;
 }
 
 std::unique_ptr<Executor> make_cpu_executor(unsigned threads) { return std::make_unique<CpuExecutor>(threads); }

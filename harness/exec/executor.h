@@ -16,6 +16,8 @@
 
 namespace d9m {
 
+class ThreadPool;
+
 struct TrialResult {
   std::string digest;
   std::int64_t elapsed_ns = 0;
@@ -70,5 +72,14 @@ std::unique_ptr<Executor> make_torch_executor(unsigned threads);
 
 // Element-wise comparison of two outputs of one dtype (bitwise; ULP distance on float32).
 DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::int64_t elements);
+
+// The trial loop of the executors whose outputs land on the host (CPU, PyTorch's worker):
+// `one_trial(t, out, choice)` runs trial t into `out` (p.output's bytes), may name the algorithm
+// it chose, and returns its time in ns; the loop digests each output (on `pool` when given), diffs
+// one whose digest differs from trial 0's against trial 0's output, and stops where `after_trial`
+// says so. `outcome.claim` is the caller's to set.
+using HostTrial = std::function<std::int64_t(std::int64_t t, void* out, std::string& choice)>;
+CaseOutcome run_host_trials(const Problem& p, std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial,
+                            ThreadPool* pool, const HostTrial& one_trial);
 
 }  // namespace d9m

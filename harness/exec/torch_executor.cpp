@@ -257,20 +257,10 @@ std::int64_t TorchExecutor::trial(std::int64_t k, const TensorDesc& out, void* i
 
 CaseOutcome TorchExecutor::run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                                bool keep_first_output, const TrialCallback& after_trial) {
-  CaseOutcome outcome;
-  outcome.claim = prepare(v, p, inputs);
-  HostTensor first(p.output), current(p.output);
-  for (std::int64_t t = 0; t < trials; ++t) {
-    HostTensor& out = t == 0 ? first : current;
-    TrialResult r;
-    r.elapsed_ns = trial(t, p.output, out.data());
-    r.digest = digest_v1(out.data(), p.output.bytes()).hex();
-    if (t > 0 && r.digest != outcome.trials.front().digest)
-      r.diff = diff_outputs(p.output.dtype, first.data(), current.data(), p.output.numel());
-    outcome.trials.push_back(std::move(r));
-    if (after_trial && !after_trial(t + 1, trials)) break;
-  }
-  if (keep_first_output) outcome.first_output.emplace(std::move(first));
+  const std::optional<Claim> claim = prepare(v, p, inputs);
+  CaseOutcome outcome = run_host_trials(p, trials, keep_first_output, after_trial, nullptr,
+                                        [&](std::int64_t t, void* out, std::string&) { return trial(t, p.output, out); });
+  outcome.claim = claim;
   return outcome;
 }
 
