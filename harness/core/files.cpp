@@ -64,6 +64,18 @@ int create_temporary(const std::string& path, std::string& tmp) {
   return fd;
 }
 
+// That a new file can be made in `folder` (permissions, a read-only or full file system):
+// made and removed at once.
+void probe_folder(const std::string& folder, const std::string& for_path) {
+  std::string tmp;
+  const int fd = create_temporary(folder + "/probe", tmp);
+  if (fd < 0) fail_environment(for_path + ": cannot write in folder " + folder + " (" + why(errno) + ")");
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
+}  // namespace
+
 bool write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
@@ -77,18 +89,6 @@ bool write_all(int fd, const char* data, std::size_t size) {
   }
   return true;
 }
-
-// That a new file can be made in `folder` (permissions, a read-only or full file system):
-// made and removed at once.
-void probe_folder(const std::string& folder, const std::string& for_path) {
-  std::string tmp;
-  const int fd = create_temporary(folder + "/probe", tmp);
-  if (fd < 0) fail_environment(for_path + ": cannot write in folder " + folder + " (" + why(errno) + ")");
-  ::close(fd);
-  ::unlink(tmp.c_str());
-}
-
-}  // namespace
 
 std::string read_input_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -25,6 +25,11 @@ std::string read_input_file(const std::string& path, const std::string& what, st
 // Throws Error(environment) naming `path` when it cannot be written; the temporary is removed.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// Writes all of `data` to `fd` (a file or a pipe), across short writes and EINTR; false with errno
+// set when it cannot.
+bool write_all(int fd, const char* data, std::size_t size);
+inline bool write_all(int fd, const std::string& s) { return write_all(fd, s.data(), s.size()); }
+
 // mkdir -p; throws Error(environment) naming the folder that could not be made.
 void make_dirs(const std::string& path);
 

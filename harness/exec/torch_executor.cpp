@@ -19,6 +19,7 @@
 
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/core/json_text.h"
 
 extern char** environ;
@@ -45,16 +46,6 @@ std::string bindings_dir() {
 std::string python() {
   const char* e = std::getenv("D9M_PYTHON");
   return e && *e ? e : "python3";
-}
-
-bool write_all(int fd, const std::string& s) {
-  for (std::size_t done = 0; done < s.size();) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 json tensor_json(const TensorDesc& d, const std::string& path) {

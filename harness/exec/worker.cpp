@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 
 extern char** environ;
 
@@ -99,17 +100,6 @@ CaseExecution result_from_json(const json& j) {
   if (j.contains("invariance")) r.invariance = InvarianceEvidence::from_json_text(j.at("invariance").get<std::string>());
   r.device_lost = j.at("device_lost").get<bool>();
   return r;
-}
-
-bool write_all(int fd, const std::string& s) {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 std::string describe_wait_status(int st) {
