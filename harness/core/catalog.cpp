@@ -327,18 +327,20 @@ Catalog builtin_catalog(const std::string& profile, const Registry& registry) {
   if (profile == "models") return parse_catalog(embedded::models_catalog_json(), "<models catalogue>", registry);
   if (profile == "quick") {
     // The quick profile is the default catalogue's configs marked "quick", as a catalogue text of
-    // its own: worker processes and --resume parse these bytes, and its digest is its own.
-    const Catalog all = default_catalog(registry);  // validates every config, quick or not
-    json root = json::parse(all.text);
+    // its own: worker processes and --resume parse these bytes, and its digest is its own. Only
+    // those are validated here: the whole default catalogue is parsed by its own tests, and
+    // parsing it on every quick run was three quarters of `d9m run`'s start (bench/startup_bench.cpp).
+    json root = json::parse(default_catalog_text());
+    const auto marked = [](const json& entry) { return entry.is_object() && entry.contains("quick") && entry["quick"] == true; };
     json picked = json::array();
-    for (std::size_t i = 0; i < all.configs.size(); ++i)
-      if (all.configs[i].quick) picked.push_back(root["configs"][i]);
+    for (const json& c : root["configs"])
+      if (marked(c)) picked.push_back(c);
     if (picked.empty()) fail_internal("<quick catalogue>: no config of the default catalogue is marked \"quick\"");
     root["configs"] = std::move(picked);
     if (root.contains("pipelines")) {
       json pipelines = json::array();
-      for (std::size_t i = 0; i < all.pipelines.size(); ++i)
-        if (all.pipelines[i].quick) pipelines.push_back(root["pipelines"][i]);
+      for (const json& p : root["pipelines"])
+        if (marked(p)) pipelines.push_back(p);
       if (pipelines.empty()) root.erase("pipelines");
       else root["pipelines"] = std::move(pipelines);
     }

@@ -21,6 +21,7 @@
 #include "harness/core/error.h"
 #include "harness/core/files.h"
 #include "harness/core/json_text.h"
+#include "harness/exec/child_wait.h"
 
 extern char** environ;
 
@@ -88,8 +89,7 @@ void TorchExecutor::stop() {
   to_ = from_ = -1;
   if (pid_ > 0) {
     int st = 0;
-    for (int i = 0; i < 20 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
-    if (::waitpid(pid_, &st, WNOHANG) == 0) {
+    if (!wait_child_for(pid_, st, std::chrono::seconds(1))) {  // it leaves its loop at once; else SIGKILL
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, &st, 0);
     }

@@ -18,6 +18,7 @@
 
 #include "harness/core/error.h"
 #include "harness/core/files.h"
+#include "harness/exec/child_wait.h"
 
 extern char** environ;
 
@@ -118,14 +119,8 @@ Worker::~Worker() {
   if (pid_ < 0) return;
   ::close(to_worker_);  // end of requests: the worker returns from its loop
   to_worker_ = -1;
-  for (int i = 0; i < 50; ++i) {  // up to 5 s for a clean exit, then SIGKILL
-    int st = 0;
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-      pid_ = -1;
-      break;
-    }
-    ::usleep(100'000);
-  }
+  int st = 0;
+  if (wait_child_for(pid_, st, std::chrono::seconds(5))) pid_ = -1;  // a clean exit, else SIGKILL
   if (pid_ > 0) kill_and_reap();
   if (from_worker_ >= 0) ::close(from_worker_);
 }
@@ -182,15 +177,9 @@ std::string Worker::reap_reason() {
   // Its output is closed: it is exiting or gone. Wait briefly, then make sure.
   int st = 0;
   std::string why = "closed its output but did not exit (killed)";
-  for (int i = 0; i < 100; ++i) {
-    const pid_t r = ::waitpid(pid_, &st, WNOHANG);
-    if (r == pid_) {
-      why = describe_wait_status(st);
-      pid_ = -1;
-      break;
-    }
-    if (r < 0 && errno != EINTR) break;
-    ::usleep(20'000);
+  if (wait_child_for(pid_, st, std::chrono::seconds(2))) {
+    why = describe_wait_status(st);
+    pid_ = -1;
   }
   kill_and_reap();
   return why;
