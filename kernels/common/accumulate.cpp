@@ -26,4 +26,12 @@ std::vector<VariantDef> cpu_variants(const std::string& op, std::function<void(c
            }}};
 }
 
+std::vector<VariantDef> cpu_fixed_point_variant(const std::string& op, std::function<void(const KernelArgs&, Order)> run) {
+  return {{.op = op, .name = "cpu.fixed_point", .backend = Backend::cpu, .role = Role::ordered, .claim = op::fixed_point_claim(),
+           .run = [run](const KernelArgs& a) { run(a, Order::fixed_point); },
+           .memory = [](const Problem& p) -> std::optional<WorkingMemory> {
+             return WorkingMemory{fixed_point_buffer_bytes(p), "a 128-bit accumulator and a double per output element"};
+           }}};
+}
+
 }  // namespace d9m::accumulate

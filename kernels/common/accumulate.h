@@ -20,6 +20,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <cstddef>
@@ -27,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/common/fixed_point.h"
 #include "kernels/common/half.h"
 
 #include "kernels/common/thread_pool.h"
@@ -181,7 +183,61 @@ void ordered(ThreadPool& pool, std::size_t sources, std::size_t targets, T* out,
   }
 }
 
-enum class Order { serial, atomic, ordered };
+// fixed_point (fixed_point.h): every contribution rounded onto one grid and added as a 128-bit
+// integer with atomic adds from worker threads in scheduler order, as `atomic` races; integer
+// adds commute, so the bits are the same on any thread count, and the device's variant gives the
+// same bits (cuda.fixed_point). Not serial's bits: one rounding at the end instead of one per add.
+// Two passes over the sources: the first finds the grid (the largest exponent, the count).
+// `replace`: the output is the rounded sum (apply_widened's form) rather than init plus it.
+template <class T, class Enumerate>
+void fixed_point_sum(ThreadPool& pool, std::size_t sources, std::size_t targets, T* out, Enumerate&& en, bool replace) {
+  using fixed_point::Wide;
+  if (targets == 0) return;
+  const std::size_t tasks = (sources + kAtomicGrain - 1) / kAtomicGrain;
+  std::atomic<int> e_max{fixed_point::kNoExponent};
+  std::atomic<std::uint64_t> total{0};
+  pool.parallel_for(tasks, [&](std::size_t task) {
+    int mine = fixed_point::kNoExponent;
+    std::uint64_t count = 0;
+    auto emit = [&](std::size_t, auto v) {
+      mine = std::max(mine, fixed_point::exponent_of(fixed_point::as_double(v)));
+      ++count;
+    };
+    const std::size_t end = std::min(sources, (task + 1) * kAtomicGrain);
+    for (std::size_t s = task * kAtomicGrain; s < end; ++s) en(s, emit);
+    total.fetch_add(count, std::memory_order_relaxed);
+    for (int seen = e_max.load(std::memory_order_relaxed); mine > seen && !e_max.compare_exchange_weak(seen, mine);) {
+    }
+  });
+  const int g = fixed_point::grid_exponent(e_max.load(), total.load());
+  std::vector<Wide> acc(targets);
+  std::vector<double> special(targets, 0.0);
+  pool.parallel_for(tasks, [&](std::size_t task) {
+    auto emit = [&](std::size_t t, auto value) {
+      const double v = fixed_point::as_double(value);
+      if (!std::isfinite(v)) {
+        std::atomic_ref<double>(special[t]).fetch_add(v, std::memory_order_relaxed);
+        return;
+      }
+      const Wide w = fixed_point::to_fixed(v, g);
+      const std::uint64_t old = std::atomic_ref<std::uint64_t>(acc[t].lo).fetch_add(w.lo, std::memory_order_relaxed);
+      // The carry out of the low word belongs to this add alone, whatever else raced.
+      if (const std::uint64_t up = w.hi + (old + w.lo < old ? 1 : 0); up != 0)
+        std::atomic_ref<std::uint64_t>(acc[t].hi).fetch_add(up, std::memory_order_relaxed);
+    };
+    const std::size_t end = std::min(sources, (task + 1) * kAtomicGrain);
+    for (std::size_t s = task * kAtomicGrain; s < end; ++s) en(s, emit);
+  });
+  pool.parallel_for((targets + 4095) / 4096, [&](std::size_t chunk) {
+    const std::size_t end = std::min(targets, (chunk + 1) * 4096);
+    for (std::size_t t = chunk * 4096; t < end; ++t) out[t] = fixed_point::finish<T>(out[t], acc[t], special[t], g, replace);
+  });
+}
+
+// The working memory of fixed_point_sum: a 128-bit accumulator and a double per output element.
+inline std::uint64_t fixed_point_buffer_bytes(const Problem& p) { return 24 * static_cast<std::uint64_t>(p.output.numel()); }
+
+enum class Order { serial, atomic, ordered, fixed_point };
 
 // Applies an op in scatter form to a.out<T>() (already initialised by the caller).
 template <class T = float, class Enumerate>
@@ -192,6 +248,10 @@ void apply(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en
     case Order::atomic: atomic(*a.exec.pool, sources, out, en); break;
     case Order::ordered:
       ordered(*a.exec.pool, sources, static_cast<std::size_t>(a.problem.output.numel()), out, en, a.problem.contributions);
+      break;
+    case Order::fixed_point:
+      if constexpr (std::is_integral_v<T>) throw std::logic_error("fixed_point: integer outputs are exact in any order already");
+      else fixed_point_sum(*a.exec.pool, sources, static_cast<std::size_t>(a.problem.output.numel()), out, en, false);
       break;
   }
 }
@@ -204,6 +264,9 @@ template <class T, class Enumerate>
 void apply_widened(Order order, const KernelArgs& a, std::size_t sources, Enumerate&& en) {
   if constexpr (std::is_same_v<Acc<T>, T>) {
     apply<T>(order, a, sources, en);
+  } else if (order == Order::fixed_point) {
+    // The sum is exact already: rounded once, to T, with no float accumulator between.
+    fixed_point_sum(*a.exec.pool, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en, true);
   } else {
     const auto n = static_cast<std::size_t>(a.problem.output.numel());
     std::vector<Acc<T>> acc(n, Acc<T>{0});
@@ -218,5 +281,8 @@ void apply_widened(Order order, const KernelArgs& a, std::size_t sources, Enumer
 // such triple shares, for D9M_REGISTER_VARIANTS. run(a, order) initialises the output and calls
 // apply().
 std::vector<VariantDef> cpu_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
+// cpu.fixed_point of such an op, for the families whose run(a, order) hands the order to apply()
+// or apply_widened() unchanged.
+std::vector<VariantDef> cpu_fixed_point_variant(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
 
 }  // namespace d9m::accumulate

@@ -106,4 +106,13 @@ std::vector<VariantDef> cuda_variants(const std::string& op, std::function<void(
            }}};
 }
 
+std::vector<VariantDef> cuda_fixed_point_variant(const std::string& op, std::function<void(const KernelArgs&, Order)> run) {
+  return {{.op = op, .name = "cuda.fixed_point", .backend = Backend::cuda, .role = Role::ordered, .claim = op::fixed_point_claim(),
+           .run = [run](const KernelArgs& a) { run(a, Order::fixed_point); },
+           .bit_equal_to = "cpu.fixed_point",
+           .memory = [](const Problem& p) -> std::optional<WorkingMemory> {
+             return WorkingMemory{fixed_point_buffer_bytes(p), "a 128-bit accumulator and a double per output element"};
+           }}};
+}
+
 }  // namespace d9m::accumulate::cuda

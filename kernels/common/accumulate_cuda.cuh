@@ -211,11 +211,114 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
   }
 }
 
+// fixed_point (fixed_point.h) on the device: three launches and no host round trip. 1. each
+// source finds its contributions' largest exponent and count, reduced per warp and then with one
+// atomicMax and atomicAdd per warp; 2. each source rounds its contributions onto the grid those
+// fix (read on the device) and adds them into 128-bit accumulators with 64-bit integer atomics (a
+// second atomic only for a carry or a negative value's high word); 3. one thread per target
+// rounds the sum into the output. The arithmetic is fixed_point.h's, shared with cpu.fixed_point,
+// so the bits equal the CPU's.
+struct FixedStats {
+  int e_max;
+  unsigned long long total;
+};
+
+struct FixedStatEmit {
+  int e_max = fixed_point::kNoExponent;
+  unsigned long long n = 0;
+  template <class V>
+  __device__ void operator()(std::size_t, V v) {
+    e_max = max(e_max, fixed_point::exponent_of(fixed_point::as_double(v)));
+    ++n;
+  }
+};
+
+struct FixedAddEmit {
+  unsigned long long* acc;  // lo, hi per target
+  double* special;
+  int g;
+  template <class V>
+  __device__ void operator()(std::size_t t, V value) const {
+    const double v = fixed_point::as_double(value);
+    if (!isfinite(v)) {
+      atomicAdd(special + t, v);
+      return;
+    }
+    const fixed_point::Wide w = fixed_point::to_fixed(v, g);
+    const unsigned long long old = atomicAdd(acc + 2 * t, static_cast<unsigned long long>(w.lo));
+    const unsigned long long up = w.hi + (old + w.lo < old ? 1ull : 0ull);
+    if (up != 0) atomicAdd(acc + 2 * t + 1, up);
+  }
+};
+
+__global__ inline void fixed_stats_init_kernel(FixedStats* stats) {
+  stats->e_max = fixed_point::kNoExponent;
+  stats->total = 0;
+}
+
+template <class En>
+__global__ void fixed_stats_kernel(std::size_t sources, FixedStats* stats, En en) {
+  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  FixedStatEmit emit;
+  if (s < sources) en(s, emit);
+  int e = emit.e_max;
+  unsigned long long n = emit.n;
+  for (int offset = 16; offset > 0; offset >>= 1) {  // every lane takes part, in range or not
+    e = max(e, __shfl_down_sync(0xffffffffu, e, offset));
+    n += __shfl_down_sync(0xffffffffu, n, offset);
+  }
+  if ((threadIdx.x & 31) == 0 && n != 0) {
+    atomicMax(&stats->e_max, e);
+    atomicAdd(&stats->total, n);
+  }
+}
+
+template <class En>
+__global__ void fixed_add_kernel(std::size_t sources, const FixedStats* stats, unsigned long long* acc, double* special, En en) {
+  const std::size_t s = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (s >= sources) return;
+  FixedAddEmit emit{acc, special, fixed_point::grid_exponent(stats->e_max, stats->total)};
+  en(s, emit);
+}
+
+template <class T>
+__global__ void fixed_finish_kernel(std::size_t targets, const FixedStats* stats, const unsigned long long* acc, const double* special,
+                                    T* out, bool replace) {
+  const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (t >= targets) return;
+  const int g = fixed_point::grid_exponent(stats->e_max, stats->total);
+  out[t] = fixed_point::finish<T>(out[t], fixed_point::Wide{acc[2 * t], acc[2 * t + 1]}, special[t], g, replace);
+}
+
+template <class T, class En>
+void fixed_point_sum(cudaStream_t stream, std::size_t sources, std::size_t targets, T* out, En en, bool replace) {
+  if (targets == 0) return;
+  DeviceBuffer stats(sizeof(FixedStats), stream), acc(targets * 2 * sizeof(unsigned long long), stream),
+      special(targets * sizeof(double), stream);
+  fixed_stats_init_kernel<<<1, 1, 0, stream>>>(stats.get<FixedStats>());
+  D9M_CUDA_CHECK_LAUNCH();
+  D9M_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.bytes(), stream));
+  D9M_CUDA_CHECK(cudaMemsetAsync(special.get(), 0, special.bytes(), stream));  // +0.0
+  if (sources != 0) {
+    fixed_stats_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, stats.get<FixedStats>(), en);
+    D9M_CUDA_CHECK_LAUNCH();
+    fixed_add_kernel<<<blocks_for(sources), 256, 0, stream>>>(sources, stats.get<FixedStats>(), acc.get<unsigned long long>(),
+                                                              special.get<double>(), en);
+    D9M_CUDA_CHECK_LAUNCH();
+  }
+  fixed_finish_kernel<T><<<blocks_for(targets), 256, 0, stream>>>(targets, stats.get<FixedStats>(), acc.get<unsigned long long>(),
+                                                                  special.get<double>(), out, replace);
+  D9M_CUDA_CHECK_LAUNCH();
+}
+
 template <class T = float, class En>
 void apply(Order order, const KernelArgs& a, std::size_t sources, En en) {
   auto stream = static_cast<cudaStream_t>(a.exec.stream);
   if (order == Order::atomic) atomic(stream, sources, a.out<T>(), en);
-  else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en, a.problem.contributions);
+  else if (order == Order::fixed_point) {
+    if constexpr (std::is_integral_v<T>) throw std::logic_error("fixed_point: integer outputs are exact in any order already");
+    else fixed_point_sum(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en, false);
+  } else ordered(stream, sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en, a.problem.contributions);
 }
 
 template <class T>
@@ -230,6 +333,9 @@ template <class T, class En>
 void apply_widened(Order order, const KernelArgs& a, std::size_t sources, En en) {
   if constexpr (std::is_same_v<Acc<T>, T>) {
     accumulate::cuda::apply<T>(order, a, sources, en);
+  } else if (order == Order::fixed_point) {
+    fixed_point_sum(static_cast<cudaStream_t>(a.exec.stream), sources, static_cast<std::size_t>(a.problem.output.numel()), a.out<T>(), en,
+                    true);
   } else {
     const auto stream = static_cast<cudaStream_t>(a.exec.stream);
     const auto n = static_cast<std::size_t>(a.problem.output.numel());
@@ -247,5 +353,7 @@ void apply_widened(Order order, const KernelArgs& a, std::size_t sources, En en)
 // initialises the output (on a.exec.stream) and calls apply(). cuda.ordered claims the bits of
 // cpu.ordered.
 std::vector<VariantDef> cuda_variants(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
+// cuda.fixed_point, claiming cpu.fixed_point's bits, for the families with cpu_fixed_point_variant.
+std::vector<VariantDef> cuda_fixed_point_variant(const std::string& op, std::function<void(const KernelArgs&, Order)> run);
 
 }  // namespace d9m::accumulate::cuda

@@ -87,6 +87,9 @@ inline Claim atomic_claim() {
 inline Claim replay_claim() {
   return deterministic("stable bucketing by output replays the reference order per output");
 }
+inline Claim fixed_point_claim() {
+  return deterministic("contributions rounded onto one grid and summed as 128-bit integers: the atomic adds commute, so any order gives the same bits");
+}
 inline Claim per_output_claim() {
   return deterministic("each output is written by one task with the reference formula");
 }

@@ -54,6 +54,7 @@ D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cuda.ordered", .backen
                        .claim = op::per_output_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_ordered(a, t); }),
                        .bit_equal_to = "cpu.ordered"}});
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("crop_and_resize_grad_image", grad_image));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant("crop_and_resize_grad_image", grad_image));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("crop_and_resize_grad_boxes", grad_boxes));
 
 }  // namespace d9m::crop_and_resize

@@ -65,6 +65,8 @@ D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cpu.ordered", .backend 
 
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
+D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant(
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
 

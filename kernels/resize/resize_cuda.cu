@@ -38,6 +38,8 @@ D9M_REGISTER_VARIANTS({{.op = "resize_nearest", .name = "cuda.ordered", .backend
                        .claim = op::per_output_claim(), .run = typed([](const KernelArgs& a, auto tag) { forward<false, decltype(tag)>(a); }), .bit_equal_to = "cpu.ordered"}});
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant(
+    "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
 

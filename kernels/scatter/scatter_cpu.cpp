@@ -39,5 +39,8 @@ void unsorted_segment_sum(const KernelArgs& a, accumulate::Order order) {
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants("scatter_add", scatter_add));
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants("scatter_nd_add", scatter_nd_add));
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants("unsorted_segment_sum", unsorted_segment_sum));
+D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant("scatter_add", scatter_add));
+D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant("scatter_nd_add", scatter_nd_add));
+D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant("unsorted_segment_sum", unsorted_segment_sum));
 
 }  // namespace d9m::scatter

@@ -22,19 +22,26 @@ void add_rows(const KernelArgs& a, accumulate::Order order, std::size_t updates,
   });
 }
 
-}  // namespace
-
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_add", [](const KernelArgs& a, accumulate::Order o) {
+void scatter_add(const KernelArgs& a, accumulate::Order o) {
   copy_ref(a);
   add_rows(a, o, 2, 1, Indexing::rows);
-}));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_nd_add", [](const KernelArgs& a, accumulate::Order o) {
+}
+void scatter_nd_add(const KernelArgs& a, accumulate::Order o) {
   copy_ref(a);
   add_rows(a, o, 2, 1, Indexing::pairs);
-}));
-D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("unsorted_segment_sum", [](const KernelArgs& a, accumulate::Order o) {
+}
+void unsorted_segment_sum(const KernelArgs& a, accumulate::Order o) {
   cuda::zero_output(a);
   add_rows(a, o, 0, 1, Indexing::segments);
-}));
+}
+
+}  // namespace
+
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_add", scatter_add));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("scatter_nd_add", scatter_nd_add));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("unsorted_segment_sum", unsorted_segment_sum));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant("scatter_add", scatter_add));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant("scatter_nd_add", scatter_nd_add));
+D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant("unsorted_segment_sum", unsorted_segment_sum));
 
 }  // namespace d9m::scatter
