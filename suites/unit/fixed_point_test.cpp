@@ -169,5 +169,28 @@ TEST(FixedPoint, ManyLargeContributionsToOneTargetDoNotOverflow) {
   EXPECT_EQ(wide[0], exact);
 }
 
+TEST(FixedPoint, TheWidenedFormIsTheSumRoundedOnceToTheOutputType) {
+  // apply_widened's form at f16: float contributions, an f16 output that is the sum alone
+  // (whatever it held before), rounded once from the exact sum.
+  const std::size_t targets = 3;
+  Racing en;  // small values only, so the f16 sums are finite and their last bit is rounded
+  std::mt19937 rng(5);
+  for (int i = 0; i < 50000; ++i) {
+    en.values.push_back(std::ldexp(static_cast<float>(static_cast<int>(rng() % 2001) - 1000), -12));
+    en.targets.push_back(static_cast<std::uint32_t>(rng() % targets));
+  }
+  std::vector<i128> exact(targets, 0);
+  for (std::size_t i = 0; i < en.values.size(); ++i)
+    exact[en.targets[i]] += static_cast<i128>(std::ldexp(static_cast<double>(en.values[i]), 12));
+  ThreadPool pool(3);
+  std::vector<Half> out(targets, half_from_float(123.0f));
+  accumulate::fixed_point_sum(pool, en.values.size(), targets, out.data(), en, true);
+  for (std::size_t t = 0; t < targets; ++t) {
+    const Half want = half_from_float(static_cast<float>(std::ldexp(static_cast<double>(exact[t]), -12)));
+    EXPECT_TRUE(std::isfinite(to_float(want)));
+    EXPECT_EQ(out[t].bits, want.bits) << "target " << t;
+  }
+}
+
 }  // namespace
 }  // namespace d9m
