@@ -34,8 +34,8 @@ def _die_with_parent():
 
 
 # How PyTorch words a missing dtype kernel, e.g. `"upsample_bilinear2d_backward" not implemented
-# for 'Half'`: the worker matches PyTorch's message, d9m has nothing left to write here.
-NO_KERNEL_FOR_DTYPE = "not implemented " + "for"
+# for 'Half'`. This is PyTorch's own message, matched as it is, not a to-do of d9m's.
+NO_KERNEL_FOR_DTYPE = "not implemented for"
 
 
 def main():
