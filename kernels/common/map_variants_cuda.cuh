@@ -26,4 +26,13 @@ std::vector<VariantDef> cuda_variants(const std::string& name) {
            .bit_equal_to = "cpu.serial"}};
 }
 
+// The gather form (map_variants.h): a thread per output element, no atomics, no sort, no
+// working memory; the same D9M_HD code as cpu.gather, so cpu.serial's bits.
+template <template <class> class Op>
+std::vector<VariantDef> cuda_gather_variant(const std::string& name) {
+  return {{.op = name, .name = "cuda.gather", .backend = Backend::cuda, .role = Role::ordered, .claim = op::gather_claim(),
+          .run = [](const KernelArgs& a) { with_float_type(a.problem.dtype, [&](auto tag) { run_all<decltype(tag), Op>(a); }); },
+          .bit_equal_to = "cpu.serial"}};
+}
+
 }  // namespace d9m::map::cuda

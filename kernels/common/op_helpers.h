@@ -90,6 +90,10 @@ inline Claim replay_claim() {
 inline Claim fixed_point_claim() {
   return deterministic("contributions rounded onto one grid and summed as 128-bit integers: the atomic adds commute, so any order gives the same bits");
 }
+inline Claim gather_claim() {
+  return deterministic("each output sums the contributions it receives, enumerated in the reference order: no atomics, "
+                       "no sort, no working memory");
+}
 inline Claim per_output_claim() {
   return deterministic("each output is written by one task with the reference formula");
 }

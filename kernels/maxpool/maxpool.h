@@ -92,4 +92,44 @@ struct WindowGrads {
   }
 };
 
+// Gather form of maxpool2d_bwd (map_variants.h): input element (n, ih, iw, c) adds the gradients
+// of the windows that cover it and whose first maximum it is, in increasing (oh, ow) order: the
+// windows serial adds into it, in serial's order, from the same +0. A window covers ih when
+// oh s - pad <= ih <= oh s - pad + k - 1; each window's argmax is recomputed (k_h k_w reads per
+// covering window) instead of stored, so the variant needs no working memory.
+template <class T>
+struct WindowGradGather {
+  Geometry g;
+  const T* orig_input;
+  const T* grad;
+  std::size_t n_out;
+  explicit WindowGradGather(const KernelArgs& a)
+      : g(a.problem.geom<Geometry>()), orig_input(a.in<T>(0)), grad(a.in<T>(2)),
+        n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
+  std::size_t items() const { return n_out; }
+
+  // The windows along one axis that cover input index i: [first, last).
+  D9M_HD static std::int64_t first_window(const Window1d& w, std::int64_t i) {
+    const std::int64_t lowest = i + w.pad_before - (w.k - 1);  // oh s >= this
+    return lowest <= 0 ? 0 : (lowest + w.stride - 1) / w.stride;
+  }
+  D9M_HD static std::int64_t last_window(const Window1d& w, std::int64_t i) {
+    const std::int64_t highest = i + w.pad_before;  // oh s <= this
+    if (highest < 0) return 0;
+    const std::int64_t last = highest / w.stride + 1;
+    return last < w.out ? last : w.out;
+  }
+
+  D9M_HD void operator()(std::size_t o, T* out) const {
+    const auto e = static_cast<std::int64_t>(o);
+    const std::int64_t c = e % g.c, iw = (e / g.c) % g.x.in, ih = (e / g.c / g.x.in) % g.y.in, n = e / g.c / g.x.in / g.y.in;
+    T sum{};  // +0, as the scatter form's zeroed output
+    const std::int64_t oh_end = last_window(g.y, ih), ow_begin = first_window(g.x, iw), ow_end = last_window(g.x, iw);
+    for (std::int64_t oh = first_window(g.y, ih); oh < oh_end; ++oh)
+      for (std::int64_t ow = ow_begin; ow < ow_end; ++ow)
+        if (argmax(g, orig_input, n, oh, ow, c) == e) sum = add(sum, grad[((n * g.y.out + oh) * g.x.out + ow) * g.c + c]);
+    out[o] = sum;
+  }
+};
+
 }  // namespace d9m::maxpool

@@ -1,5 +1,6 @@
 // CPU variants of maxpool2d (map form: kernels/common/map_variants.h) and maxpool2d_bwd (source =
-// one window (n, oh, ow, c) in flat NHWC order of grad).
+// one window (n, oh, ow, c) in flat NHWC order of grad; cpu.gather: each input element sums the
+// windows whose maximum it is).
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
@@ -26,5 +27,7 @@ void maxpool2d_bwd(const KernelArgs& a, accumulate::Order order) {
 
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants("maxpool2d_bwd", maxpool2d_bwd));
 D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant("maxpool2d_bwd", maxpool2d_bwd));
+
+D9M_REGISTER_VARIANTS(map::cpu_gather_variant<WindowGradGather>("maxpool2d_bwd", 64));
 
 }  // namespace d9m::maxpool

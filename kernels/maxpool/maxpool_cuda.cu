@@ -1,5 +1,6 @@
 // CUDA variants of maxpool2d (a thread per output, cpu.serial's code) and maxpool2d_bwd: the
-// framework kernel's atomicAdd at the argmax, and the sort-based ordered form.
+// framework kernel's atomicAdd at the argmax, the sort-based ordered form, and the gather form
+// (cuda.gather, a thread per input element).
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
 #include "kernels/common/float_dispatch.h"
@@ -23,5 +24,7 @@ void maxpool2d_bwd(const KernelArgs& a, accumulate::Order order) {
 
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants("maxpool2d_bwd", maxpool2d_bwd));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant("maxpool2d_bwd", maxpool2d_bwd));
+
+D9M_REGISTER_VARIANTS(map::cuda::cuda_gather_variant<WindowGradGather>("maxpool2d_bwd"));
 
 }  // namespace d9m::maxpool

@@ -24,6 +24,7 @@
 
 #include "kernels/common/half.h"
 #include "kernels/common/hd.h"
+#include "kernels/registry.h"
 
 namespace d9m::resize {
 
@@ -93,6 +94,17 @@ D9M_HD inline Pixel pixel_of(const Geometry& g, std::size_t s) {
   return {px, px / g.ow / g.oh, (px / g.ow) % g.oh, px % g.ow};
 }
 
+// Corner k of a grads value v: 0 (lower, lower), 1 (lower, upper), 2 (upper, lower), 3 (upper,
+// upper) as (y, x); v times the corner's y weight, then its x weight, rounded to T. The scatter
+// and the gather forms both call it, so each contribution has the same bits in both.
+template <class T>
+D9M_HD inline T bilinear_share(Acc<T> v, const BilinearTap& ty, const BilinearTap& tx, int k) {
+  using A = Acc<T>;
+  const A wy = (k & 2) ? A(ty.lerp) : A(1.0f - ty.lerp);
+  const A wx = (k & 1) ? A(tx.lerp) : A(1.0f - tx.lerp);
+  return narrow<T>(v * wy * wx);
+}
+
 // Scatter form of resize_bilinear_grad: source = one grads pixel (n, y, x); per channel it adds
 // g*(1-yl)*(1-xl), g*(1-yl)*xl, g*yl*(1-xl), g*yl*xl to the four taps, in that order.
 template <class T>
@@ -106,14 +118,13 @@ struct BilinearGradTaps {
     const auto [px, n, oy, ox] = pixel_of(g, s);
     const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
     const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
-    const A yl = ty.lerp, xl = tx.lerp, iyl = A(1.0f - ty.lerp), ixl = A(1.0f - tx.lerp);
     const std::int64_t top = (n * g.h + ty.lower) * g.w, bottom = (n * g.h + ty.upper) * g.w;
     for (std::int64_t c = 0; c < g.c; ++c) {
       const A v = widen(grads[px * g.c + c]);
-      emit(static_cast<std::size_t>((top + tx.lower) * g.c + c), narrow<T>(v * iyl * ixl));
-      emit(static_cast<std::size_t>((top + tx.upper) * g.c + c), narrow<T>(v * iyl * xl));
-      emit(static_cast<std::size_t>((bottom + tx.lower) * g.c + c), narrow<T>(v * yl * ixl));
-      emit(static_cast<std::size_t>((bottom + tx.upper) * g.c + c), narrow<T>(v * yl * xl));
+      emit(static_cast<std::size_t>((top + tx.lower) * g.c + c), bilinear_share<T>(v, ty, tx, 0));
+      emit(static_cast<std::size_t>((top + tx.upper) * g.c + c), bilinear_share<T>(v, ty, tx, 1));
+      emit(static_cast<std::size_t>((bottom + tx.lower) * g.c + c), bilinear_share<T>(v, ty, tx, 2));
+      emit(static_cast<std::size_t>((bottom + tx.upper) * g.c + c), bilinear_share<T>(v, ty, tx, 3));
     }
   }
 };
@@ -131,6 +142,83 @@ struct NearestGradTaps {
     const std::int64_t x = nearest_tap(ox, g.w, g.x_scale, g.align_corners, g.half_pixel_centers);
     const std::int64_t base = ((n * g.h + y) * g.w + x) * g.c;
     for (std::int64_t c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(base + c), grads[px * g.c + c]);
+  }
+};
+
+// ---- gather forms (map_variants.h): a source pixel enumerates the grads pixels that sample it --
+//
+// Along one axis, a tap's lower and upper (and a nearest tap) never decrease as the resized index
+// grows: the coordinate is a monotone float expression, and floor, ceil, round and the clamps
+// keep the order. So the resized indices that sample source index i form one range, found by
+// binary search with the very tap functions of the scatter form (no closed form that float
+// rounding could make miss an index).
+
+// The first resized index o in [0, out) with key(o) >= i, or out.
+template <class Key>
+D9M_HD inline std::int64_t first_reaching(std::int64_t out, std::int64_t i, Key key) {
+  std::int64_t lo = 0, hi = out;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (key(mid) < i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// resize_bilinear_grad gathered: output element (n, y, x, c) adds, over the grads pixels (oy, ox)
+// in increasing order (the scatter's source order), the corners of that pixel that are (y, x), in
+// corner order: the contributions serial adds to it, in serial's order, from the same +0.
+template <class T>
+struct BilinearGradGather {
+  Geometry g;
+  const T* grads;
+  std::size_t n_out;
+  explicit BilinearGradGather(const KernelArgs& a)
+      : g(a.problem.geom<Geometry>()), grads(a.in<T>(0)), n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
+  std::size_t items() const { return n_out; }
+  D9M_HD void operator()(std::size_t o, T* out) const {
+    const auto e = static_cast<std::int64_t>(o);
+    const std::int64_t c = e % g.c, x = (e / g.c) % g.w, y = (e / g.c / g.w) % g.h, n = e / g.c / g.w / g.h;
+    const Geometry& gg = g;
+    const std::int64_t oy0 = first_reaching(g.oh, y, [&](std::int64_t i) { return bilinear_tap(i, gg.h, gg.y_scale, gg.half_pixel_centers).upper; });
+    const std::int64_t ox0 = first_reaching(g.ow, x, [&](std::int64_t i) { return bilinear_tap(i, gg.w, gg.x_scale, gg.half_pixel_centers).upper; });
+    T sum{};  // +0, as the scatter form's zeroed output
+    for (std::int64_t oy = oy0; oy < g.oh; ++oy) {
+      const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
+      if (ty.lower > y) break;
+      for (std::int64_t ox = ox0; ox < g.ow; ++ox) {
+        const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
+        if (tx.lower > x) break;
+        const Acc<T> v = widen(grads[((n * g.oh + oy) * g.ow + ox) * g.c + c]);
+        for (int k = 0; k < 4; ++k)
+          if (((k & 2) ? ty.upper : ty.lower) == y && ((k & 1) ? tx.upper : tx.lower) == x) sum = add(sum, bilinear_share<T>(v, ty, tx, k));
+      }
+    }
+    out[o] = sum;
+  }
+};
+
+// resize_nearest_grad gathered: output element (n, y, x, c) adds the grads pixels whose nearest
+// tap is (y, x), in increasing order.
+template <class T>
+struct NearestGradGather {
+  Geometry g;
+  const T* grads;
+  std::size_t n_out;
+  explicit NearestGradGather(const KernelArgs& a)
+      : g(a.problem.geom<Geometry>()), grads(a.in<T>(0)), n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
+  std::size_t items() const { return n_out; }
+  D9M_HD void operator()(std::size_t o, T* out) const {
+    const auto e = static_cast<std::int64_t>(o);
+    const std::int64_t c = e % g.c, x = (e / g.c) % g.w, y = (e / g.c / g.w) % g.h, n = e / g.c / g.w / g.h;
+    const Geometry& gg = g;
+    auto tap_y = [&](std::int64_t i) { return nearest_tap(i, gg.h, gg.y_scale, gg.align_corners, gg.half_pixel_centers); };
+    auto tap_x = [&](std::int64_t i) { return nearest_tap(i, gg.w, gg.x_scale, gg.align_corners, gg.half_pixel_centers); };
+    T sum{};
+    for (std::int64_t oy = first_reaching(g.oh, y, tap_y); oy < g.oh && tap_y(oy) == y; ++oy)
+      for (std::int64_t ox = first_reaching(g.ow, x, tap_x); ox < g.ow && tap_x(ox) == x; ++ox)
+        sum = add(sum, grads[((n * g.oh + oy) * g.ow + ox) * g.c + c]);
+    out[o] = sum;
   }
 };
 

@@ -1,9 +1,11 @@
 // CPU variants of the resize family. Forward ops write each output once (serial, and ordered
-// over threads); the grads are in scatter form with source = one grads pixel (n, y, x).
+// over threads); the grads are in scatter form with source = one grads pixel (n, y, x), and in
+// gather form (cpu.gather: each source pixel sums the grads pixels that sample it).
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
 #include "kernels/common/float_dispatch.h"
+#include "kernels/common/map_variants.h"
 #include "kernels/common/op_helpers.h"
 #include "kernels/common/parallel.h"
 #include "kernels/resize/resize.h"
@@ -67,7 +69,10 @@ D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
 D9M_REGISTER_VARIANTS(accumulate::cpu_fixed_point_variant(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
+D9M_REGISTER_VARIANTS(map::cpu_gather_variant<BilinearGradGather>("resize_bilinear_grad"));
 D9M_REGISTER_VARIANTS(accumulate::cpu_variants(
     "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
+
+D9M_REGISTER_VARIANTS(map::cpu_gather_variant<NearestGradGather>("resize_nearest_grad"));
 
 }  // namespace d9m::resize

@@ -1,7 +1,9 @@
-// CUDA variants of the resize family: forward ops one thread per output, grads in scatter form.
+// CUDA variants of the resize family: forward ops one thread per output, grads in scatter form
+// and in gather form (cuda.gather, a thread per source element).
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/elementwise_cuda.cuh"
 #include "kernels/common/float_dispatch.h"
+#include "kernels/common/map_variants_cuda.cuh"
 #include "kernels/common/op_helpers.h"
 #include "kernels/resize/resize.h"
 
@@ -40,7 +42,10 @@ D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_fixed_point_variant(
     "resize_bilinear_grad", [](const KernelArgs& a, accumulate::Order o) { grad<BilinearGradTaps>(a, o); }));
+D9M_REGISTER_VARIANTS(map::cuda::cuda_gather_variant<BilinearGradGather>("resize_bilinear_grad"));
 D9M_REGISTER_VARIANTS(accumulate::cuda::cuda_variants(
     "resize_nearest_grad", [](const KernelArgs& a, accumulate::Order o) { grad<NearestGradTaps>(a, o); }));
+
+D9M_REGISTER_VARIANTS(map::cuda::cuda_gather_variant<NearestGradGather>("resize_nearest_grad"));
 
 }  // namespace d9m::resize
