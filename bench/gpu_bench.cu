@@ -4,14 +4,17 @@
 //   BM_GpuTrialOverhead/<case>        per trial, the CUDA executor's trial loop against the op's
 //                                     kernels alone, interleaved; counters raw_us, harness_us and
 //                                     overhead_pct (the target: at most 5% for outputs >= 1 MiB)
-//   BM_GpuCostOfDeterminism/<case>    cuda.ordered and cuda.atomic interleaved A/B, ratio as a counter
-// The cases are one config per op family with an output of 1 MiB or more (kBenchCatalog).
+//   BM_GpuCostOfDeterminism/<case>    cuda.atomic and every deterministic CUDA variant interleaved,
+//                                     each one's time over atomic's as a counter
+// The cases are one config per op family with an output of 1 MiB or more (bench_catalog.h).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/bench_catalog.h"
 #include "harness/core/catalog.h"
 #include "harness/exec/executor.h"
 #include "harness/core/gpu_digest.h"
@@ -71,27 +74,9 @@ void BM_GpuDigestV1(benchmark::State& state) {
 }
 BENCHMARK(BM_GpuDigestV1)->RangeMultiplier(4)->Range(1 << 20, 256 << 20)->UseRealTime();
 
-// One config per op family with an output of 1 MiB or more (the default catalogue's configs are
-// smaller: there the per-trial round trip, not the op, is what a trial costs).
-constexpr const char* kBenchCatalog = R"({"schema": "d9m.catalog/1", "configs": [
- {"op": "bias_add", "name": "bench_8MiB", "params": {"n": 32, "h": 32, "w": 32, "c": 64}},
- {"op": "conv2d_bwd_data", "name": "bench_1MiB", "params": {"n": 8, "h": 32, "w": 32, "ci": 32, "co": 32, "kh": 3, "kw": 3}},
- {"op": "maxpool2d_bwd", "name": "bench_2MiB", "params": {"n": 8, "h": 64, "w": 64, "c": 16, "ksize_h": 3, "ksize_w": 3,
-                                                          "stride_h": 1, "stride_w": 1, "padding": "SAME"}},
- {"op": "resize_bilinear_grad", "name": "bench_2MiB", "params": {"n": 8, "h": 64, "w": 64, "c": 16, "out_h": 128, "out_w": 128}},
- {"op": "scatter_add", "name": "bench_2MiB", "params": {"rows": 65536, "depth": 8, "updates": 65536}},
- {"op": "unsorted_segment_sum", "name": "bench_2MiB", "params": {"rows": 262144, "depth": 8, "num_segments": 65536}},
- {"op": "crop_and_resize_grad_image", "name": "bench_4MiB", "params": {"batch": 4, "h": 128, "w": 128, "c": 16, "boxes": 64,
-                                                                       "crop_h": 17, "crop_w": 17}}]})";
-
-const d9m::Catalog& bench_catalog() {
-  static const d9m::Catalog cat = d9m::parse_catalog(kBenchCatalog, "<gpu bench>", d9m::Registry::global());
-  return cat;
-}
-
-std::string case_label(const d9m::CatalogConfig& cc) {
-  return cc.op->name + "/" + cc.name + " (" + std::to_string(cc.problem.output.bytes() >> 10) + " KiB out)";
-}
+using d9m::bench::bench_catalog;
+using d9m::bench::case_args;
+using d9m::bench::case_label;
 
 // A variant ready to run on one stream: inputs uploaded, prepare() done, output allocated, one
 // warm-up run behind it -- what the executor does once per case, outside the trials.
@@ -185,34 +170,40 @@ void BM_GpuTrialOverhead(benchmark::State& state) {
   state.SetLabel(case_label(cc));
 }
 
-// Cost of determinism: ordered and atomic interleaved in every iteration (A/B), so drift in
-// clocks or load hits both alike; the ratio of the summed times is the counter.
+// Cost of determinism: cuda.atomic and every deterministic CUDA variant of the op (cuda.ordered,
+// cuda.gather, cuda.fixed_point where it has them) interleaved in every iteration (A/B/C...), so
+// drift in clocks or load hits all alike; per variant the ratio of the summed times is a counter
+// (`<variant>/atomic`), and `best/atomic` is the fastest one's.
 void BM_GpuCostOfDeterminism(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const auto& cc = bench_catalog().configs.at(static_cast<std::size_t>(state.range(0)));
+  const auto* atomic_variant = d9m::Registry::global().find_variant(cc.op->name, "cuda.atomic");
+  if (!atomic_variant) {
+    state.SkipWithError((cc.op->name + " has no cuda.atomic").c_str());
+    return;
+  }
   const auto inputs = d9m::make_inputs(*cc.op, cc.problem, cc.seed);
-  RawOp ordered(*d9m::Registry::global().find_variant(cc.op->name, "cuda.ordered"), cc, inputs);
-  RawOp atomic(*d9m::Registry::global().find_variant(cc.op->name, "cuda.atomic"), cc, inputs);
-  double t_ordered = 0, t_atomic = 0;
+  RawOp atomic(*atomic_variant, cc, inputs);
+  std::vector<std::unique_ptr<RawOp>> det;
+  const auto variants = d9m::bench::deterministic_variants(cc.op->name, d9m::Backend::cuda);
+  for (const auto* v : variants) det.push_back(std::make_unique<RawOp>(*v, cc, inputs));
+  double t_atomic = 0;
+  std::vector<double> t_det(det.size(), 0.0);
   for (auto _ : state) {
-    t_ordered += ordered.us_per_run(20);
     t_atomic += atomic.us_per_run(20);
+    for (std::size_t i = 0; i < det.size(); ++i) t_det[i] += det[i]->us_per_run(20);
   }
   const double n = static_cast<double>(state.iterations());
-  state.counters["ordered_us"] = t_ordered / n;
   state.counters["atomic_us"] = t_atomic / n;
-  state.counters["ordered_over_atomic"] = t_ordered / t_atomic;
+  double best = 0;
+  for (std::size_t i = 0; i < det.size(); ++i) {
+    state.counters[variants[i]->name + "/atomic"] = t_det[i] / t_atomic;
+    if (i == 0 || t_det[i] < best) best = t_det[i];
+  }
+  if (!det.empty()) state.counters["best/atomic"] = best / t_atomic;
   state.SetLabel(case_label(cc));
 }
 
-// One argument per config of kBenchCatalog, counted in its text: benchmarks register before the
-// op registry is complete, so the catalogue cannot be parsed yet.
-void case_args(benchmark::internal::Benchmark* b) {
-  const std::string text = kBenchCatalog;
-  std::int64_t configs = 0;
-  for (std::size_t at = text.find("\"op\":"); at != std::string::npos; at = text.find("\"op\":", at + 1)) ++configs;
-  for (std::int64_t i = 0; i < configs; ++i) b->Arg(i);
-}
 BENCHMARK(BM_GpuTrialOverhead)->Apply(case_args)->UseManualTime()->Iterations(5);
 BENCHMARK(BM_GpuCostOfDeterminism)->Apply(case_args)->Iterations(10);
 

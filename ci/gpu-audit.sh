@@ -126,7 +126,7 @@ fi
 
 if [[ -x $build/bench/d9m_bench ]]; then
   say "GPU benchmarks (docs/PERFORMANCE.md)"
-  "$build/bench/d9m_bench" --benchmark_filter='Gpu|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead' \
+  "$build/bench/d9m_bench" --benchmark_filter='Gpu|CpuCostOfDeterminism|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead' \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee -a "$log"
 fi
 

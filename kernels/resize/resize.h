@@ -149,20 +149,21 @@ struct NearestGradTaps {
 //
 // Along one axis, a tap's lower and upper (and a nearest tap) never decrease as the resized index
 // grows: the coordinate is a monotone float expression, and floor, ceil, round and the clamps
-// keep the order. So the resized indices that sample source index i form one range, found by
-// binary search with the very tap functions of the scatter form (no closed form that float
-// rounding could make miss an index).
+// keep the order. So the resized indices that sample source index i form one range, found with
+// the very tap functions of the scatter form (no closed form that float rounding could make miss
+// an index): from a guess, step down while the index before still reaches i, then up while this
+// one does not. Any guess gives the same answer; a close one (the inverse of the scale) makes
+// it a step or two instead of a binary search's log2(out) taps (on the CPU, bench_2MiB: the
+// variant at 2.6x the atomic one's time instead of 3.05x).
 
-// The first resized index o in [0, out) with key(o) >= i, or out.
+// The first resized index o in [0, out) with key(o) >= i, or out; key never decreases.
 template <class Key>
-D9M_HD inline std::int64_t first_reaching(std::int64_t out, std::int64_t i, Key key) {
-  std::int64_t lo = 0, hi = out;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (key(mid) < i) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+D9M_HD inline std::int64_t first_reaching(std::int64_t out, std::int64_t i, float scale, Key key) {
+  const float guess = scale > 0 ? (static_cast<float>(i) - 1.0f) / scale : 0.0f;  // o ~ c / scale, one short
+  std::int64_t o = guess <= 0 ? 0 : guess >= static_cast<float>(out) ? out : static_cast<std::int64_t>(guess);
+  while (o > 0 && key(o - 1) >= i) --o;
+  while (o < out && key(o) < i) ++o;
+  return o;
 }
 
 // resize_bilinear_grad gathered: output element (n, y, x, c) adds, over the grads pixels (oy, ox)
@@ -180,8 +181,10 @@ struct BilinearGradGather {
     const auto e = static_cast<std::int64_t>(o);
     const std::int64_t c = e % g.c, x = (e / g.c) % g.w, y = (e / g.c / g.w) % g.h, n = e / g.c / g.w / g.h;
     const Geometry& gg = g;
-    const std::int64_t oy0 = first_reaching(g.oh, y, [&](std::int64_t i) { return bilinear_tap(i, gg.h, gg.y_scale, gg.half_pixel_centers).upper; });
-    const std::int64_t ox0 = first_reaching(g.ow, x, [&](std::int64_t i) { return bilinear_tap(i, gg.w, gg.x_scale, gg.half_pixel_centers).upper; });
+    const std::int64_t oy0 =
+        first_reaching(g.oh, y, g.y_scale, [&](std::int64_t i) { return bilinear_tap(i, gg.h, gg.y_scale, gg.half_pixel_centers).upper; });
+    const std::int64_t ox0 =
+        first_reaching(g.ow, x, g.x_scale, [&](std::int64_t i) { return bilinear_tap(i, gg.w, gg.x_scale, gg.half_pixel_centers).upper; });
     T sum{};  // +0, as the scatter form's zeroed output
     for (std::int64_t oy = oy0; oy < g.oh; ++oy) {
       const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
@@ -215,8 +218,9 @@ struct NearestGradGather {
     auto tap_y = [&](std::int64_t i) { return nearest_tap(i, gg.h, gg.y_scale, gg.align_corners, gg.half_pixel_centers); };
     auto tap_x = [&](std::int64_t i) { return nearest_tap(i, gg.w, gg.x_scale, gg.align_corners, gg.half_pixel_centers); };
     T sum{};
-    for (std::int64_t oy = first_reaching(g.oh, y, tap_y); oy < g.oh && tap_y(oy) == y; ++oy)
-      for (std::int64_t ox = first_reaching(g.ow, x, tap_x); ox < g.ow && tap_x(ox) == x; ++ox)
+    const std::int64_t ox0 = first_reaching(g.ow, x, g.x_scale, tap_x);
+    for (std::int64_t oy = first_reaching(g.oh, y, g.y_scale, tap_y); oy < g.oh && tap_y(oy) == y; ++oy)
+      for (std::int64_t ox = ox0; ox < g.ow && tap_x(ox) == x; ++ox)
         sum = add(sum, grads[((n * g.oh + oy) * g.ow + ox) * g.c + c]);
     out[o] = sum;
   }

@@ -21,6 +21,7 @@
 #include "kernels/pool/pool.h"
 #include "kernels/depthwise/depthwise.h"
 #include "kernels/sparse/sparse.h"
+#include "suites/unit/gather_geometries.h"
 #include "suites/unit/kernel_harness.h"
 
 namespace d9m {
@@ -257,6 +258,25 @@ TEST(CudaVariants, MatchTheReferenceDeterministicallyAndKeepTheirCrossImplementa
   }
   EXPECT_GT(checked, 0);
   EXPECT_GT(cross, 0);
+}
+
+// cuda.gather claims cpu.serial's bits: on the random geometries of gather_test.cpp, at every
+// float dtype, in 2 trials each.
+TEST(CudaVariants, GatherFormsHaveTheSerialBitsOnRandomGeometries) {
+  D9M_REQUIRE_GPU();
+  int checked = 0;
+  for (const auto& [op, params] : test::gather_geometries())
+    for (DType dtype : test::config(op, params).op->dtypes) {
+      const CatalogConfig cc = test::config(op, params, std::string(dtype_short_name(dtype)));
+      const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+      const auto out = run_case(*Registry::global().find_variant(op, "cuda.gather"), cc.problem, inputs, 2);
+      ASSERT_EQ(out.trials.size(), 2u) << op << " " << params.dump();
+      const std::string serial = test::digest(test::run_variant(op, "cpu.serial", cc.problem, inputs));
+      EXPECT_EQ(out.trials[0].digest, serial) << op << " " << dtype_short_name(dtype) << " " << params.dump();
+      EXPECT_EQ(out.trials[1].digest, serial) << op << " " << dtype_short_name(dtype) << " " << params.dump();
+      ++checked;
+    }
+  EXPECT_EQ(checked, 160 + 160 + 240 + 240 + 240);
 }
 
 // The executor's batched trial loop: every trial has its digest, diff stats exactly where its

@@ -1,0 +1,47 @@
+// Random geometries for the gather forms (cpu.gather, cuda.gather), which claim cpu.serial's
+// bits: what the catalogue's few shapes do not reach (downsampling and upsampling by odd factors,
+// align_corners, extents of 1, windows wider than their stride, dilation, SAME padding, tied
+// maxima). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace d9m::test {
+
+// (op, params) pairs, the same on every call.
+inline std::vector<std::pair<std::string, nlohmann::json>> gather_geometries() {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  std::mt19937 rng(11);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const bool align = i % 3 == 1, half = i % 3 == 0;  // the three coordinate rules TF allows
+    const nlohmann::json params = {{"n", pick(1, 2)},        {"h", pick(1, 9)},       {"w", pick(1, 9)},
+                                   {"c", pick(1, 3)},        {"out_h", pick(1, 23)},  {"out_w", pick(1, 23)},
+                                   {"align_corners", align}, {"half_pixel_centers", half}};
+    out.emplace_back("resize_bilinear_grad", params);
+    out.emplace_back("resize_nearest_grad", params);
+  }
+  for (int i = 0; i < 60; ++i) {
+    const int kh = pick(1, 4), kw = pick(1, 4);
+    out.emplace_back("maxpool2d_bwd",
+                     nlohmann::json{{"n", pick(1, 2)},        {"h", pick(kh, 11)},      {"w", pick(kw, 11)},
+                                    {"c", pick(1, 3)},        {"ksize_h", kh},          {"ksize_w", kw},
+                                    {"stride_h", pick(1, 3)}, {"stride_w", pick(1, 3)}, {"padding", i % 2 ? "SAME" : "VALID"},
+                                    {"levels", i % 3 == 0 ? 3 : 0}});  // few levels: many tied maxima
+  }
+  for (int i = 0; i < 40; ++i) {
+    const int kh = pick(1, 3), kw = pick(1, 3), dh = pick(1, 2), dw = pick(1, 2);
+    const nlohmann::json params = {{"n", pick(1, 2)},        {"h", pick((kh - 1) * dh + 1, 9)}, {"w", pick((kw - 1) * dw + 1, 9)},
+                                   {"ci", pick(1, 3)},       {"co", pick(1, 3)},                {"kh", kh},
+                                   {"kw", kw},               {"stride_h", pick(1, 3)},          {"stride_w", pick(1, 3)},
+                                   {"dilation_h", dh},       {"dilation_w", dw},                {"padding", i % 2 ? "SAME" : "VALID"}};
+    out.emplace_back("conv2d_bwd_data", params);
+    out.emplace_back("conv2d_bwd_filter", params);
+  }
+  return out;
+}
+
+}  // namespace d9m::test
