@@ -166,35 +166,51 @@ D9M_HD inline std::int64_t first_reaching(std::int64_t out, std::int64_t i, floa
   return o;
 }
 
+// What both gathers hold (the map form's Op<T>, map_variants.h): the geometry, the grads, and
+// the output element (n, y, x, c) at a flat index.
+template <class T>
+struct GradGather {
+  Geometry g;
+  const T* grads;
+  std::size_t n_out;
+  explicit GradGather(const KernelArgs& a)
+      : g(a.problem.geom<Geometry>()), grads(a.in<T>(0)), n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
+  std::size_t items() const { return n_out; }
+  struct Element {
+    std::int64_t n, y, x, c;
+  };
+  D9M_HD Element element(std::size_t o) const {
+    const auto e = static_cast<std::int64_t>(o);
+    return {e / g.c / g.w / g.h, (e / g.c / g.w) % g.h, (e / g.c) % g.w, e % g.c};
+  }
+  D9M_HD Acc<T> grad_at(const Element& at, std::int64_t oy, std::int64_t ox) const {
+    return widen(grads[((at.n * g.oh + oy) * g.ow + ox) * g.c + at.c]);
+  }
+};
+
 // resize_bilinear_grad gathered: output element (n, y, x, c) adds, over the grads pixels (oy, ox)
 // in increasing order (the scatter's source order), the corners of that pixel that are (y, x), in
 // corner order: the contributions serial adds to it, in serial's order, from the same +0.
 template <class T>
-struct BilinearGradGather {
-  Geometry g;
-  const T* grads;
-  std::size_t n_out;
-  explicit BilinearGradGather(const KernelArgs& a)
-      : g(a.problem.geom<Geometry>()), grads(a.in<T>(0)), n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
-  std::size_t items() const { return n_out; }
+struct BilinearGradGather : GradGather<T> {
+  using GradGather<T>::GradGather;
   D9M_HD void operator()(std::size_t o, T* out) const {
-    const auto e = static_cast<std::int64_t>(o);
-    const std::int64_t c = e % g.c, x = (e / g.c) % g.w, y = (e / g.c / g.w) % g.h, n = e / g.c / g.w / g.h;
-    const Geometry& gg = g;
+    const Geometry& g = this->g;
+    const auto at = this->element(o);
     const std::int64_t oy0 =
-        first_reaching(g.oh, y, g.y_scale, [&](std::int64_t i) { return bilinear_tap(i, gg.h, gg.y_scale, gg.half_pixel_centers).upper; });
+        first_reaching(g.oh, at.y, g.y_scale, [&](std::int64_t i) { return bilinear_tap(i, g.h, g.y_scale, g.half_pixel_centers).upper; });
     const std::int64_t ox0 =
-        first_reaching(g.ow, x, g.x_scale, [&](std::int64_t i) { return bilinear_tap(i, gg.w, gg.x_scale, gg.half_pixel_centers).upper; });
+        first_reaching(g.ow, at.x, g.x_scale, [&](std::int64_t i) { return bilinear_tap(i, g.w, g.x_scale, g.half_pixel_centers).upper; });
     T sum{};  // +0, as the scatter form's zeroed output
     for (std::int64_t oy = oy0; oy < g.oh; ++oy) {
       const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
-      if (ty.lower > y) break;
+      if (ty.lower > at.y) break;
       for (std::int64_t ox = ox0; ox < g.ow; ++ox) {
         const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
-        if (tx.lower > x) break;
-        const Acc<T> v = widen(grads[((n * g.oh + oy) * g.ow + ox) * g.c + c]);
+        if (tx.lower > at.x) break;
+        const Acc<T> v = this->grad_at(at, oy, ox);
         for (int k = 0; k < 4; ++k)
-          if (((k & 2) ? ty.upper : ty.lower) == y && ((k & 1) ? tx.upper : tx.lower) == x) sum = add(sum, bilinear_share<T>(v, ty, tx, k));
+          if (((k & 2) ? ty.upper : ty.lower) == at.y && ((k & 1) ? tx.upper : tx.lower) == at.x) sum = add(sum, bilinear_share<T>(v, ty, tx, k));
       }
     }
     out[o] = sum;
@@ -204,24 +220,17 @@ struct BilinearGradGather {
 // resize_nearest_grad gathered: output element (n, y, x, c) adds the grads pixels whose nearest
 // tap is (y, x), in increasing order.
 template <class T>
-struct NearestGradGather {
-  Geometry g;
-  const T* grads;
-  std::size_t n_out;
-  explicit NearestGradGather(const KernelArgs& a)
-      : g(a.problem.geom<Geometry>()), grads(a.in<T>(0)), n_out(static_cast<std::size_t>(a.problem.output.numel())) {}
-  std::size_t items() const { return n_out; }
+struct NearestGradGather : GradGather<T> {
+  using GradGather<T>::GradGather;
   D9M_HD void operator()(std::size_t o, T* out) const {
-    const auto e = static_cast<std::int64_t>(o);
-    const std::int64_t c = e % g.c, x = (e / g.c) % g.w, y = (e / g.c / g.w) % g.h, n = e / g.c / g.w / g.h;
-    const Geometry& gg = g;
-    auto tap_y = [&](std::int64_t i) { return nearest_tap(i, gg.h, gg.y_scale, gg.align_corners, gg.half_pixel_centers); };
-    auto tap_x = [&](std::int64_t i) { return nearest_tap(i, gg.w, gg.x_scale, gg.align_corners, gg.half_pixel_centers); };
+    const Geometry& g = this->g;
+    const auto at = this->element(o);
+    auto tap_y = [&](std::int64_t i) { return nearest_tap(i, g.h, g.y_scale, g.align_corners, g.half_pixel_centers); };
+    auto tap_x = [&](std::int64_t i) { return nearest_tap(i, g.w, g.x_scale, g.align_corners, g.half_pixel_centers); };
     T sum{};
-    const std::int64_t ox0 = first_reaching(g.ow, x, g.x_scale, tap_x);
-    for (std::int64_t oy = first_reaching(g.oh, y, g.y_scale, tap_y); oy < g.oh && tap_y(oy) == y; ++oy)
-      for (std::int64_t ox = ox0; ox < g.ow && tap_x(ox) == x; ++ox)
-        sum = add(sum, grads[((n * g.oh + oy) * g.ow + ox) * g.c + c]);
+    const std::int64_t ox0 = first_reaching(g.ow, at.x, g.x_scale, tap_x);
+    for (std::int64_t oy = first_reaching(g.oh, at.y, g.y_scale, tap_y); oy < g.oh && tap_y(oy) == at.y; ++oy)
+      for (std::int64_t ox = ox0; ox < g.ow && tap_x(ox) == at.x; ++ox) sum = add(sum, narrow<T>(this->grad_at(at, oy, ox)));
     out[o] = sum;
   }
 };
