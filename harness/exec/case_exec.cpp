@@ -27,10 +27,10 @@ std::optional<std::string> memory_refusal(const Executor& ex, const VariantDef& 
   return why + "); " + memory_text(*free) + " is free";
 }
 
-CaseHost::CaseHost(unsigned threads) {
+CaseHost::CaseHost(unsigned threads, double timeout_s) {
   executors_[Backend::cpu] = make_cpu_executor(threads);
   executors_[Backend::cuda] = make_cuda_executor();
-  executors_[Backend::torch] = make_torch_executor(threads);
+  executors_[Backend::torch] = make_torch_executor(threads, timeout_s);
 }
 
 CaseHost::~CaseHost() = default;

@@ -42,7 +42,9 @@ using InputsCallback = std::function<void(const std::string& input_digest)>;
 
 class CaseHost {
  public:
-  explicit CaseHost(unsigned threads);
+  // timeout_s > 0: the watchdog of the torch backend's worker process (TorchExecutor), for cases
+  // run here rather than in an isolating worker; 0 for none.
+  explicit CaseHost(unsigned threads, double timeout_s = 0);
   ~CaseHost();
   // Error (ExitCode) from the harness itself (an unwritable outputs folder) propagates: that
   // is the environment failing, not the case.

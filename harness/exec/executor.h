@@ -68,7 +68,7 @@ std::unique_ptr<Executor> make_cpu_executor(unsigned threads);
 // The CUDA executor of this build, or one that reports why CUDA cases cannot run.
 std::unique_ptr<Executor> make_cuda_executor();
 // PyTorch's kernels, in a Python worker started on the first case (harness/exec/torch_executor.h).
-std::unique_ptr<Executor> make_torch_executor(unsigned threads);
+std::unique_ptr<Executor> make_torch_executor(unsigned threads, double timeout_s = 0);  // torch_executor.h
 
 // Element-wise comparison of two outputs of one dtype (bitwise; ULP distance on float32).
 DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::int64_t elements);

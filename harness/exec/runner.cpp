@@ -295,7 +295,7 @@ class CaseRunner {
       worker_ = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, &cat, opt.threads,
                                                        opt.case_timeout_s});
     else
-      host_ = std::make_unique<CaseHost>(opt.threads);
+      host_ = std::make_unique<CaseHost>(opt.threads, opt.case_timeout_s);  // the torch worker's watchdog
   }
 
   // nullopt when the run was asked to stop during the case (a case cut short is not evidence).
@@ -358,7 +358,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
                           std::any_of(pipelines.begin(), pipelines.end(),
                                       [](const PlannedPipeline& p) { return pipeline_backend(*p.setting) == Backend::torch; });
   if (torch_used) {
-    TorchExecutor probe(opt.threads);
+    TorchExecutor probe(opt.threads, opt.case_timeout_s);
     nlohmann::json torch = probe.stack();
     if (torch.is_object()) {
       torch.erase("ops");

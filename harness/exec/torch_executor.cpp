@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -73,7 +75,7 @@ std::optional<Claim> claim_from_json(const json& c) {
 
 }  // namespace
 
-TorchExecutor::TorchExecutor(unsigned threads) : threads_(threads) {}
+TorchExecutor::TorchExecutor(unsigned threads, double timeout_s) : threads_(threads), timeout_s_(timeout_s) {}
 
 TorchExecutor::~TorchExecutor() {
   stop();
@@ -152,6 +154,8 @@ void TorchExecutor::start() {
 
 json TorchExecutor::receive(const std::string& doing) {
   char chunk[4096];
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   for (;;) {
     if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
       const std::string line = buffer_.substr(0, nl);
@@ -162,6 +166,22 @@ json TorchExecutor::receive(const std::string& doing) {
         throw std::runtime_error("the PyTorch worker sent a line that is not a JSON object while " + doing + ": " + line.substr(0, 200));
       }
       return msg;
+    }
+    if (timeout_s_ > 0 && from_ >= 0) {
+      // The watchdog: without worker isolation nothing else stops a trial that hangs in PyTorch.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      pollfd p{from_, POLLIN, 0};
+      const int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1000)));  // at the end, a last look
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 && left > 1000) continue;
+      if (n == 0) {
+        if (pid_ > 0) ::kill(pid_, SIGKILL);
+        stop();
+        char secs[32];
+        std::snprintf(secs, sizeof secs, "%g", timeout_s_);
+        throw std::runtime_error(std::string("watchdog: the PyTorch worker did not answer within ") + secs + " s while " + doing +
+                                 "; it was killed");
+      }
     }
     const ssize_t got = from_ >= 0 ? ::read(from_, chunk, sizeof chunk) : 0;
     if (got < 0 && errno == EINTR) continue;
@@ -269,6 +289,8 @@ std::uint64_t TorchExecutor::memory_held(const Problem& p) const {
   return bytes;
 }
 
-std::unique_ptr<Executor> make_torch_executor(unsigned threads) { return std::make_unique<TorchExecutor>(threads); }
+std::unique_ptr<Executor> make_torch_executor(unsigned threads, double timeout_s) {
+  return std::make_unique<TorchExecutor>(threads, timeout_s);
+}
 
 }  // namespace d9m

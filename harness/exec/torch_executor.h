@@ -22,7 +22,10 @@ namespace d9m {
 
 class TorchExecutor final : public Executor {
  public:
-  explicit TorchExecutor(unsigned threads);
+  // timeout_s > 0: the longest wait for any answer of the worker (a trial, a prepare, its start);
+  // past it the worker is killed and the call throws. For cases run without worker isolation,
+  // where nothing else would stop a trial that hangs; 0 waits for ever.
+  explicit TorchExecutor(unsigned threads, double timeout_s = 0);
   ~TorchExecutor() override;
   TorchExecutor(const TorchExecutor&) = delete;
   TorchExecutor& operator=(const TorchExecutor&) = delete;
@@ -48,6 +51,7 @@ class TorchExecutor final : public Executor {
   std::int64_t trial(std::int64_t k, const TensorDesc& out, void* into);
 
   unsigned threads_;
+  double timeout_s_;
   bool started_ = false;
   std::optional<std::string> unavailable_;
   nlohmann::json hello_;

@@ -5,6 +5,9 @@
 // the reason. Needs a python3 that imports torch ($D9M_PYTHON, as ctest sets it: Debian's
 // python3-torch); skipped where none does, and failed where one does but the worker does not start.
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
 
 #include <cmath>
 #include <cstdlib>
@@ -105,9 +108,11 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   std::ofstream(pkg + "/__init__.py") << "";
   std::ofstream(pkg + "/worker.py") << "import json, sys, os\n"
                                       "print(json.dumps({'hello': {'torch': 'fake', 'ops': []}}), flush=True)\n"
+                                      "if os.environ.get('FAKE_PIDFILE'): open(os.environ['FAKE_PIDFILE'], 'w').write(str(os.getpid()))\n"
                                       "for line in sys.stdin:\n"
                                       "    m = json.loads(line)\n"
                                       "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
+                                      "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: import time; time.sleep(600)\n"
                                       "    if 'prepare' in m:\n"
                                       "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
                                       "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
@@ -138,6 +143,27 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
       EXPECT_NE(std::string(e.what()).find("is not 256 bytes"), std::string::npos) << e.what();
     }
   }
+  // A trial that hangs: with a timeout (what cases run without worker isolation get), the worker
+  // is killed and the case fails with the reason, well before the hang would end.
+  ::setenv("FAKE_MODE", "hang", 1);
+  ::setenv("FAKE_PIDFILE", path("pid").c_str(), 1);
+  {
+    TorchExecutor ex(1, 0.5);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a hanging trial passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("watchdog: the PyTorch worker did not answer within 0.5 s while running trial"),
+                std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    std::ifstream pid_file(path("pid"));
+    pid_t pid = 0;
+    ASSERT_TRUE(pid_file >> pid);
+    EXPECT_NE(::kill(pid, 0), 0) << "the hanging worker " << pid << " is still there";
+  }
+  ::unsetenv("FAKE_PIDFILE");
   // A first call that prepares a case (no unavailable() before it) still puts the tensors in the
   // executor's own folder under $TMPDIR: they once went to "/input_0.bin", shared by every process
   // on the machine, and a parallel test's worker read another's input there.
