@@ -4,6 +4,7 @@
 #pragma once
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,6 +51,14 @@ inline std::vector<const VariantDef*> deterministic_variants(const std::string& 
   for (const auto* v : Registry::global().variants_of(op))
     if (v->backend == backend && v->role == Role::ordered && v->claim.determinism == Determinism::deterministic) out.push_back(v);
   return out;
+}
+
+// The cost benchmarks' counters: each deterministic variant's summed time over the atomic one's
+// (`<variant>/atomic`) and the fastest one's (`best/atomic`).
+inline void set_cost_counters(benchmark::State& state, const std::vector<const VariantDef*>& variants,
+                              const std::vector<double>& times, double atomic_time) {
+  for (std::size_t i = 0; i < variants.size(); ++i) state.counters[variants[i]->name + "/atomic"] = times[i] / atomic_time;
+  if (!times.empty()) state.counters["best/atomic"] = *std::min_element(times.begin(), times.end()) / atomic_time;
 }
 
 }  // namespace d9m::bench

@@ -56,12 +56,7 @@ void BM_CpuCostOfDeterminism(benchmark::State& state) {
     for (std::size_t i = 0; i < variants.size(); ++i) t_det[i] += run(*variants[i], prepared[i].state.get(), 3);
   }
   state.counters["atomic_ms"] = 1e3 * t_atomic / static_cast<double>(state.iterations());
-  double best = 0;
-  for (std::size_t i = 0; i < variants.size(); ++i) {
-    state.counters[variants[i]->name + "/atomic"] = t_det[i] / t_atomic;
-    if (i == 0 || t_det[i] < best) best = t_det[i];
-  }
-  if (!variants.empty()) state.counters["best/atomic"] = best / t_atomic;
+  d9m::bench::set_cost_counters(state, variants, t_det, t_atomic);
   state.SetLabel(d9m::bench::case_label(cc) + ", " + std::to_string(pool.threads()) + " threads");
 }
 BENCHMARK(BM_CpuCostOfDeterminism)->Apply(d9m::bench::case_args)->Iterations(5)->Unit(benchmark::kMillisecond);

@@ -195,12 +195,7 @@ void BM_GpuCostOfDeterminism(benchmark::State& state) {
   }
   const double n = static_cast<double>(state.iterations());
   state.counters["atomic_us"] = t_atomic / n;
-  double best = 0;
-  for (std::size_t i = 0; i < det.size(); ++i) {
-    state.counters[variants[i]->name + "/atomic"] = t_det[i] / t_atomic;
-    if (i == 0 || t_det[i] < best) best = t_det[i];
-  }
-  if (!det.empty()) state.counters["best/atomic"] = best / t_atomic;
+  d9m::bench::set_cost_counters(state, variants, t_det, t_atomic);
   state.SetLabel(case_label(cc));
 }
 
