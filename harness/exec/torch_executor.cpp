@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <fstream>
 
 #include "harness/core/digest.h"
@@ -146,6 +147,11 @@ void TorchExecutor::start() {
     } else {
       hello_ = hello.at("hello");
     }
+  } catch (const WatchdogTimeout& e) {
+    // PyTorch is there but slow to import: not a reason to skip its cases. The next case that
+    // needs the worker fails with this (ERROR, as with worker isolation) and then starts afresh.
+    start_error_ = e.what();
+    stop();
   } catch (const std::exception& e) {
     unavailable_ = std::string("the PyTorch worker did not start: ") + e.what();
     stop();
@@ -179,8 +185,8 @@ json TorchExecutor::receive(const std::string& doing) {
         stop();
         char secs[32];
         std::snprintf(secs, sizeof secs, "%g", timeout_s_);
-        throw std::runtime_error(std::string("watchdog: the PyTorch worker did not answer within ") + secs + " s while " + doing +
-                                 "; it was killed");
+        throw WatchdogTimeout(std::string("watchdog: the PyTorch worker did not answer within ") + secs + " s while " + doing +
+                              "; it was killed");
       }
     }
     const ssize_t got = from_ >= 0 ? ::read(from_, chunk, sizeof chunk) : 0;
@@ -202,7 +208,10 @@ json TorchExecutor::receive(const std::string& doing) {
 }
 
 void TorchExecutor::ensure_worker() {
-  if (pid_ < 0 && !unavailable_) start();  // again after a worker died: the next case gets a fresh one
+  // Again after a worker died: the next case gets a fresh one. A start the watchdog cut short
+  // (here or in unavailable()) fails this case once.
+  if (!start_error_ && pid_ < 0 && !unavailable_) start();
+  if (start_error_) throw std::runtime_error(*std::exchange(start_error_, std::nullopt));
   if (unavailable_) throw std::runtime_error(*unavailable_);
 }
 

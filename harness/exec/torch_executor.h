@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,11 @@
 #include "harness/exec/executor.h"
 
 namespace d9m {
+
+// What the torch worker's watchdog throws (TorchExecutor's timeout_s).
+struct WatchdogTimeout : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class TorchExecutor final : public Executor {
  public:
@@ -54,6 +60,7 @@ class TorchExecutor final : public Executor {
   double timeout_s_;
   bool started_ = false;
   std::optional<std::string> unavailable_;
+  std::optional<std::string> start_error_;  // a start the watchdog cut short, for the next case to report
   nlohmann::json hello_;
   pid_t pid_ = -1;
   int to_ = -1, from_ = -1;

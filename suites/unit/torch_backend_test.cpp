@@ -106,13 +106,14 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   const std::string pkg = path("d9m_torch");
   ASSERT_EQ(std::system(("mkdir -p " + pkg).c_str()), 0);
   std::ofstream(pkg + "/__init__.py") << "";
-  std::ofstream(pkg + "/worker.py") << "import json, sys, os\n"
+  std::ofstream(pkg + "/worker.py") << "import json, sys, os, time\n"
+                                      "if os.environ.get('FAKE_MODE') == 'slow_start': time.sleep(600)\n"
                                       "print(json.dumps({'hello': {'torch': 'fake', 'ops': []}}), flush=True)\n"
                                       "if os.environ.get('FAKE_PIDFILE'): open(os.environ['FAKE_PIDFILE'], 'w').write(str(os.getpid()))\n"
                                       "for line in sys.stdin:\n"
                                       "    m = json.loads(line)\n"
                                       "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
-                                      "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: import time; time.sleep(600)\n"
+                                      "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: time.sleep(600)\n"
                                       "    if 'prepare' in m:\n"
                                       "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
                                       "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
@@ -162,6 +163,19 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
     pid_t pid = 0;
     ASSERT_TRUE(pid_file >> pid);
     EXPECT_NE(::kill(pid, 0), 0) << "the hanging worker " << pid << " is still there";
+  }
+  // A start the watchdog cuts short (PyTorch slow to import) is no reason to skip the torch
+  // cases as if PyTorch were absent: the case fails with the reason, as with worker isolation.
+  ::setenv("FAKE_MODE", "slow_start", 1);
+  {
+    TorchExecutor ex(1, 0.5);
+    EXPECT_EQ(ex.unavailable(), std::nullopt);
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a worker that never started passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("did not answer within 0.5 s while starting"), std::string::npos) << e.what();
+    }
   }
   ::unsetenv("FAKE_PIDFILE");
   // A first call that prepares a case (no unavailable() before it) still puts the tensors in the
