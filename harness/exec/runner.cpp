@@ -358,7 +358,9 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
                           std::any_of(pipelines.begin(), pipelines.end(),
                                       [](const PlannedPipeline& p) { return pipeline_backend(*p.setting) == Backend::torch; });
   if (torch_used) {
-    TorchExecutor probe(opt.threads, opt.case_timeout_s);
+    // No watchdog here: a probe cut short would leave PyTorch out of the fingerprint, filing its
+    // cases' evidence under another stack.
+    TorchExecutor probe(opt.threads);
     nlohmann::json torch = probe.stack();
     if (torch.is_object()) {
       torch.erase("ops");

@@ -179,6 +179,10 @@ json TorchExecutor::receive(const std::string& doing) {
       pollfd p{from_, POLLIN, 0};
       const int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1000)));  // at the end, a last look
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        stop();
+        throw std::runtime_error(std::string("poll on the PyTorch worker's pipe while ") + doing + ": " + std::strerror(errno));
+      }
       if (n == 0 && left > 1000) continue;
       if (n == 0) {
         if (pid_ > 0) ::kill(pid_, SIGKILL);
@@ -194,7 +198,9 @@ json TorchExecutor::receive(const std::string& doing) {
     if (got <= 0) {
       int st = 0;
       std::string why = "closed its output";
-      if (pid_ > 0 && ::waitpid(pid_, &st, 0) == pid_) {
+      // A worker that closed its output is ending, or hangs (in its CUDA teardown, say): give it
+      // a second to exit, then stop() kills it; never wait for it unbounded.
+      if (pid_ > 0 && wait_child_for(pid_, st, std::chrono::seconds(1))) {
         why = WIFSIGNALED(st) ? "was killed by signal " + std::to_string(WTERMSIG(st))
                               : "exited with status " + std::to_string(WEXITSTATUS(st));
         pid_ = -1;

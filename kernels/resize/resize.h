@@ -6,7 +6,7 @@
 // scale = (align_corners && out > 1) ? (in - 1) / (out - 1) : in / out   (float, as TF)
 // Bilinear source coordinate of output index i:
 //   half_pixel_centers ? (i + 0.5) * scale - 0.5 : i * scale
-//   lower = max(floor(c), 0), upper = min(ceil(c), in - 1), lerp = c - floor(c)
+//   lower = min(max(floor(c), 0), in - 1), upper = min(ceil(c), in - 1), lerp = c - floor(c)
 //   forward: top = tl + (tr - tl) * xl; bottom = bl + (br - bl) * xl; out = top + (bottom - top) * yl
 //   grad:    each grads element g adds g*(1-yl)*(1-xl), g*(1-yl)*xl, g*yl*(1-xl), g*yl*xl to
 //            (lower,lower), (lower,upper), (upper,lower), (upper,upper), in that order
@@ -51,7 +51,12 @@ D9M_HD inline BilinearTap bilinear_tap(std::int64_t i, std::int64_t in, float sc
   const float cf = floorf(c);
   const auto lower = static_cast<std::int64_t>(cf);
   const auto upper = static_cast<std::int64_t>(ceilf(c));
-  return {lower > 0 ? lower : 0, upper < in - 1 ? upper : in - 1, c - cf};
+  // TensorFlow clamps lower below only: its coordinate stays under `in` in real arithmetic, but in
+  // float it can round up to `in` (in or out near 2^24), and lower = in then reads and writes a
+  // row past the image (the next image's, or past the tensor). Clamped both ways, the tap keeps
+  // lower <= upper <= in - 1, which the gather form relies on too; no valid config changes.
+  const std::int64_t top = in - 1;
+  return {lower < 0 ? 0 : lower > top ? top : lower, upper < top ? upper : top, c - cf};
 }
 
 D9M_HD inline std::int64_t nearest_tap(std::int64_t i, std::int64_t in, float scale, bool align_corners, bool half_pixel) {

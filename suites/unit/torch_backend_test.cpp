@@ -114,6 +114,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
                                       "    m = json.loads(line)\n"
                                       "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
                                       "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: time.sleep(600)\n"
+                                      "    if os.environ.get('FAKE_MODE') == 'close' and 'trial' in m: os.close(1); time.sleep(600)\n"
                                       "    if 'prepare' in m:\n"
                                       "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
                                       "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
@@ -176,6 +177,24 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("did not answer within 0.5 s while starting"), std::string::npos) << e.what();
     }
+  }
+  // A worker that closes its output but does not exit fails the case at once, watchdog or not:
+  // waiting for its exit once blocked for as long as it lived.
+  ::setenv("FAKE_MODE", "close", 1);
+  {
+    TorchExecutor ex(1);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a worker that closed its output passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("closed its output while running trial"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    std::ifstream pid_file(path("pid"));
+    pid_t pid = 0;
+    ASSERT_TRUE(pid_file >> pid);
+    EXPECT_NE(::kill(pid, 0), 0) << "the worker " << pid << " is still there";
   }
   ::unsetenv("FAKE_PIDFILE");
   // A first call that prepares a case (no unavailable() before it) still puts the tensors in the
