@@ -62,12 +62,12 @@ Claim pipeline_claim(const CatalogPipeline& pl, const PipelineSetting& s) {
           "every one of its " + std::to_string(pl.ops.size()) + " ops runs a variant claimed deterministic"};
 }
 
-PipelineHost::PipelineHost(unsigned threads) : threads_(threads) {}
+PipelineHost::PipelineHost(unsigned threads, double timeout_s) : threads_(threads), timeout_s_(timeout_s) {}
 PipelineHost::~PipelineHost() = default;
 
 Executor& PipelineHost::executor(Backend b) {
   auto& ex = executors_[b];
-  if (!ex) ex = b == Backend::cpu ? make_cpu_executor(threads_) : b == Backend::cuda ? make_cuda_executor() : make_torch_executor(threads_);
+  if (!ex) ex = b == Backend::cpu ? make_cpu_executor(threads_) : b == Backend::cuda ? make_cuda_executor() : make_torch_executor(threads_, timeout_s_);
   return *ex;
 }
 

@@ -44,7 +44,9 @@ Claim pipeline_claim(const CatalogPipeline& pl, const PipelineSetting& s);
 
 class PipelineHost {
  public:
-  explicit PipelineHost(unsigned threads);
+  // timeout_s: the PyTorch worker's watchdog for a torch op (TorchExecutor); d9m's own ops run
+  // in this process with none, as cases do without worker isolation.
+  PipelineHost(unsigned threads, double timeout_s);
   ~PipelineHost();
   // `after_trial` as for a case: called after each trial, false stops (the result is then not
   // evidence). Errors of the harness itself (Error) propagate.
@@ -53,6 +55,7 @@ class PipelineHost {
  private:
   Executor& executor(Backend b);
   unsigned threads_;
+  double timeout_s_;
   std::map<Backend, std::unique_ptr<Executor>> executors_;
 };
 

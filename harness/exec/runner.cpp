@@ -416,7 +416,7 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     const PipelineSetting& s = *pipelines[index].setting;
     const std::string op = "pipeline:" + pl.name, config = std::to_string(pl.steps) + "_steps";
     if (done.count(case_key(op, config, s.name))) continue;
-    if (!pipeline_host) pipeline_host = std::make_unique<PipelineHost>(opt.threads);
+    if (!pipeline_host) pipeline_host = std::make_unique<PipelineHost>(opt.threads, opt.case_timeout_s);
     const auto at = static_cast<std::int64_t>(cases.size() + index);
     const std::string label = op + "/" + s.name;
     progress.show(at, label, 0, opt.trials);

@@ -25,6 +25,7 @@
 #include "harness/core/files.h"
 #include "harness/core/json_text.h"
 #include "harness/exec/child_wait.h"
+#include "harness/exec/watchdog_deadline.h"
 
 extern char** environ;
 
@@ -94,7 +95,9 @@ void TorchExecutor::stop() {
     int st = 0;
     if (!wait_child_for(pid_, st, std::chrono::seconds(1))) {  // it leaves its loop at once; else SIGKILL
       ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &st, 0);
+      // Bounded too: a process stuck in the kernel (a GPU driver call) may take long to die.
+      // Left unreaped it stays a zombie until d9m exits; the run goes on.
+      wait_child_for(pid_, st, std::chrono::seconds(5));
     }
   }
   pid_ = -1;
@@ -160,8 +163,9 @@ void TorchExecutor::start() {
 
 json TorchExecutor::receive(const std::string& doing) {
   char chunk[4096];
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  // Turns of at most 250 ms (the poll below): a gap of over a second is time d9m was stopped.
+  WatchdogDeadline deadline(std::chrono::duration_cast<WatchdogDeadline::Clock::duration>(std::chrono::duration<double>(timeout_s_)),
+                            std::chrono::seconds(1));
   for (;;) {
     if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
       const std::string line = buffer_.substr(0, nl);
@@ -175,15 +179,15 @@ json TorchExecutor::receive(const std::string& doing) {
     }
     if (timeout_s_ > 0 && from_ >= 0) {
       // The watchdog: without worker isolation nothing else stops a trial that hangs in PyTorch.
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.left()).count();
       pollfd p{from_, POLLIN, 0};
-      const int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 1000)));  // at the end, a last look
+      const int n = ::poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 250)));  // at the end, a last look
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         stop();
         throw std::runtime_error(std::string("poll on the PyTorch worker's pipe while ") + doing + ": " + std::strerror(errno));
       }
-      if (n == 0 && left > 1000) continue;
+      if (n == 0 && left > 0) continue;
       if (n == 0) {
         if (pid_ > 0) ::kill(pid_, SIGKILL);
         stop();
@@ -210,6 +214,13 @@ json TorchExecutor::receive(const std::string& doing) {
                                " (its messages are on stderr)");
     }
     buffer_.append(chunk, static_cast<std::size_t>(got));
+    // The protocol's messages are short lines: a worker streaming bytes with no newline (a
+    // print gone wrong) would otherwise grow this buffer until the deadline, or forever.
+    if (buffer_.size() > kMaxMessageBytes && buffer_.find('\n') == std::string::npos) {
+      stop();
+      throw std::runtime_error("the PyTorch worker sent over " + std::to_string(kMaxMessageBytes >> 20) +
+                               " MiB without a newline while " + doing + "; it was stopped");
+    }
   }
 }
 

@@ -41,6 +41,9 @@ class TorchExecutor final : public Executor {
                   bool keep_first_output, const TrialCallback& after_trial) override;
   HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override;
   std::string memory_name() const override { return "host memory"; }
+
+  // The longest line the worker may send: past it without a newline, the case fails.
+  static constexpr std::size_t kMaxMessageBytes = std::size_t{16} << 20;
   std::optional<std::uint64_t> memory_free() const override { return host_memory_free(); }
   std::uint64_t memory_held(const Problem& p) const override;
 

@@ -19,6 +19,7 @@
 #include "harness/core/error.h"
 #include "harness/core/files.h"
 #include "harness/exec/child_wait.h"
+#include "harness/exec/watchdog_deadline.h"
 
 extern char** environ;
 
@@ -206,12 +207,11 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
     failed.detail = "the worker process " + reap_reason() + " before it took the case";
     return failed;
   }
-  using Clock = std::chrono::steady_clock;
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt_.timeout_s));
-  auto deadline = Clock::now() + timeout;
+  // A loop turn takes ~100 ms (the poll below); one over a second means this process was stopped.
+  WatchdogDeadline deadline(std::chrono::duration_cast<WatchdogDeadline::Clock::duration>(std::chrono::duration<double>(opt_.timeout_s)),
+                            std::chrono::seconds(1));
   std::int64_t trials_done = 0;
   char chunk[65536];
-  auto last_look = Clock::now();
   for (;;) {
     for (std::size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
       const std::string line = buffer_.substr(0, nl);
@@ -231,7 +231,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
       } else if (msg.contains("trial")) {
         if (!msg["trial"].is_number_integer()) return malformed("\"trial\" is not an integer");
         trials_done = msg["trial"].get<std::int64_t>();
-        deadline = Clock::now() + timeout;
+        deadline.renew();
         if (after_trial) after_trial(trials_done, req.trials);
       } else if (msg.contains("fatal")) {
         // The harness failing inside the worker (an unwritable outputs folder): the run stops
@@ -260,12 +260,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
       kill_and_reap();
       return std::nullopt;
     }
-    // A loop turn takes ~100 ms; a much longer one means this process was stopped (Ctrl-Z,
-    // SIGSTOP) or starved, and the worker with it: that time is not the case's.
-    const auto now = Clock::now();
-    if (now - last_look > std::chrono::seconds(1)) deadline += now - last_look;
-    last_look = now;
-    if (now > deadline) {
+    if (deadline.left() < WatchdogDeadline::Clock::duration::zero()) {
       // Last look at the pipe: a heartbeat may be waiting in it.
       pollfd last{from_worker_, POLLIN, 0};
       if (::poll(&last, 1, 0) > 0) {

@@ -204,7 +204,7 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
 // of trial 0 against the first trial that differs, as `d9m trace diff --format html` draws it.
 void pipelines(std::ostringstream& o, const ReportData& data) {
   if (data.pipelines.empty()) return;
-  o << "<h2>Pipelines</h2>\n<p>A pipeline's trial is its whole trajectory (every op output of every step). Where trials diverged: "
+  o << "<h2>Pipelines and traced programs</h2>\n<p>A pipeline's trial, or a traced program's, is its whole trajectory (every op output of every step). Where trials diverged: "
        "trial 0 against the first trial that differs, op by op; <code>d9m trace diff</code> prints the table.</p>\n";
   std::string agreed;
   for (const auto& p : data.pipelines) {
@@ -212,7 +212,8 @@ void pipelines(std::ostringstream& o, const ReportData& data) {
       agreed += "<li>" + xml_escape(pipeline_summary(data, p)) + "</li>";
       continue;
     }
-    o << "<section class=\"trace\"><h3>pipeline " << xml_escape(pipeline_summary(data, p)) << "</h3>\n";
+    const bool program = p.pipeline.rfind("exec:", 0) == 0;
+    o << "<section class=\"trace\"><h3>" << (program ? "program " : "pipeline ") << xml_escape(pipeline_summary(data, p)) << "</h3>\n";
     if (p.diff) {
       o << "<p>trial " << p.diff->a.trial << " against trial " << p.diff->b.trial << ":</p>\n<p class=\"src\">"
         << trace_source_html(*p.diff) << "</p>\n<figure>" << trace_chart_svg(*p.diff)

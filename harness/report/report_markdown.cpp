@@ -170,7 +170,7 @@ void cases(std::ostringstream& o, const ReportData& data) {
 // One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).
 void pipelines(std::ostringstream& o, const ReportData& data) {
   if (data.pipelines.empty()) return;
-  o << "\n## Pipelines\n\n";
+  o << "\n## Pipelines and traced programs\n\n";
   for (const auto& p : data.pipelines) {
     o << "- " << md_cell(pipeline_summary(data, p));
     if (p.diff && p.diff->source) {

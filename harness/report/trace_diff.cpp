@@ -352,8 +352,7 @@ std::vector<PipelineTrace> pipeline_traces(const Store& store, const std::vector
       s.bind(1, run_id);
       if (!s.step()) continue;
       const Side side(store, run_id, s.text(0));
-      for (const CaseRow& c : side.pipeline_cases()) {
-        if (c.op.rfind("pipeline:", 0) != 0) continue;
+      for (const CaseRow& c : side.pipeline_cases()) {  // pipelines, and programs traced by d9m exec
         PipelineTrace p{run_id, pipeline_name(c.op), c.variant, c.config, 0, 0, std::nullopt, ""};
         const std::vector<std::string> digests = side.trial_digests(c.case_id);
         p.trials = static_cast<std::int64_t>(digests.size());

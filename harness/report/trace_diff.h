@@ -73,7 +73,8 @@ struct TraceDiff {
 std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
                                    const std::string& setting_glob);
 
-// What `d9m report` shows of each pipeline case (op "pipeline:NAME") of a run: how many
+// What `d9m report` shows of each pipeline case (op "pipeline:NAME") of a run, and of each
+// program trace `d9m exec` stored through the PyTorch hook (op "exec:NAME", name kept): how many
 // trajectories its trials gave and, where they diverged, the diff of trial 0 against the first
 // trial whose trajectory differs (what `d9m trace diff` prints for that run).
 struct PipelineTrace {

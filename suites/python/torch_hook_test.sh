@@ -57,6 +57,12 @@ grep -qE '^D +inputs\.npy' "$T/out" || { echo "FAIL: inputs.npy should be D"; ca
 check "trace diff names the racing op" 1 $? "$T/md" '\*\*Source:\*\* step [0-2], op [0-9]+ `d9mtest\.racy_sum\.default`'
 "$D9M" verify --db "$T/racy.sqlite" > "$T/v" 2>&1; check "the exec run verifies" 0 $? "$T/v" 'OK'
 "$D9M" report --db "$T/racy.sqlite" --format md > "$T/r" 2>&1; check "report renders an exec run" 0 $? "$T/r" 'exec:racy_step\.py'
+# The report shows the program's trace as it shows a pipeline's: the source, and in HTML the chart.
+grep -qE '^- exec:racy_step\.py \(setting process, trace, .*source step [0-2], op [0-9]+ `d9mtest\.racy_sum\.default`' "$T/r" \
+  && pass=$((pass + 1)) || { echo "FAIL: the Markdown report names no source for the program's trace"; grep -A3 'traced programs' "$T/r"; failures=$((failures + 1)); }
+"$D9M" report --db "$T/racy.sqlite" --format html > "$T/r.html" 2>&1
+grep -q '<h3>program exec:racy_step\.py' "$T/r.html" && grep -q '<svg' "$T/r.html" && pass=$((pass + 1)) \
+  || { echo "FAIL: the HTML report has no section or chart for the program's trace"; failures=$((failures + 1)); }
 
 # The same program with its op ordered: every output D, exit 0.
 RACY=0 "$D9M" exec -n 3 --outputs '*.npy' --db "$T/ordered.sqlite" -- "$PY" "$HERE/racy_step.py" > "$T/out" 2> "$T/err"

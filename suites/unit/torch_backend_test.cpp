@@ -15,7 +15,10 @@
 #include <filesystem>
 #include <set>
 
+#include "harness/core/catalog.h"
+#include "harness/exec/pipeline_exec.h"
 #include "harness/exec/torch_executor.h"
+#include "harness/exec/watchdog_deadline.h"
 #include "suites/unit/kernel_harness.h"
 #include "suites/unit/scratch_dir.h"
 
@@ -98,32 +101,38 @@ TEST(TorchBackend, EveryTorchVariantComputesTheOpOfTheSerialReference) {
 class TorchWorkerFaults : public test::ScratchDirTest {
  protected:
   TorchWorkerFaults() : ScratchDirTest("torch_backend") {}
+  // A d9m_torch in the scratch folder whose worker misbehaves as $FAKE_MODE says; plain Python,
+  // no PyTorch needed. D9M_PYTHONPATH points the executor at it.
+  void write_fake_worker() {
+    const std::string pkg = path("d9m_torch");
+    ASSERT_EQ(std::system(("mkdir -p " + pkg).c_str()), 0);
+    std::ofstream(pkg + "/__init__.py") << "";
+    std::ofstream(pkg + "/worker.py") << "import json, sys, os, time\n"
+                                        "if os.environ.get('FAKE_MODE') == 'slow_start': time.sleep(600)\n"
+                                        "print(json.dumps({'hello': {'torch': 'fake', 'ops': []}}), flush=True)\n"
+                                        "if os.environ.get('FAKE_PIDFILE'): open(os.environ['FAKE_PIDFILE'], 'w').write(str(os.getpid()))\n"
+                                        "for line in sys.stdin:\n"
+                                        "    m = json.loads(line)\n"
+                                        "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
+                                        "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: time.sleep(600)\n"
+                                        "    if os.environ.get('FAKE_MODE') == 'close' and 'trial' in m: os.close(1); time.sleep(600)\n"
+                                        "    if os.environ.get('FAKE_MODE') == 'flood' and 'trial' in m:\n"
+                                        "        while True: sys.stdout.write('x' * 65536)\n"
+                                        "    if 'prepare' in m:\n"
+                                        "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
+                                        "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
+                                        "    else:\n"
+                                        "        open(out, 'wb').write(b'xy'); print(json.dumps({'done': m['trial'], 'elapsed_ns': 1}), flush=True)\n";
+    ::setenv("D9M_PYTHONPATH", path("").c_str(), 1);
+  }
 };
 
 TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheReason) {
-  // A d9m_torch whose worker greets, then exits at the first request; then one whose output is
-  // short. Plain Python: no PyTorch needed.
-  const std::string pkg = path("d9m_torch");
-  ASSERT_EQ(std::system(("mkdir -p " + pkg).c_str()), 0);
-  std::ofstream(pkg + "/__init__.py") << "";
-  std::ofstream(pkg + "/worker.py") << "import json, sys, os, time\n"
-                                      "if os.environ.get('FAKE_MODE') == 'slow_start': time.sleep(600)\n"
-                                      "print(json.dumps({'hello': {'torch': 'fake', 'ops': []}}), flush=True)\n"
-                                      "if os.environ.get('FAKE_PIDFILE'): open(os.environ['FAKE_PIDFILE'], 'w').write(str(os.getpid()))\n"
-                                      "for line in sys.stdin:\n"
-                                      "    m = json.loads(line)\n"
-                                      "    if os.environ.get('FAKE_MODE') == 'die': sys.exit(3)\n"
-                                      "    if os.environ.get('FAKE_MODE') == 'hang' and 'trial' in m: time.sleep(600)\n"
-                                      "    if os.environ.get('FAKE_MODE') == 'close' and 'trial' in m: os.close(1); time.sleep(600)\n"
-                                      "    if 'prepare' in m:\n"
-                                      "        if os.environ.get('FAKE_LOG'): open(os.environ['FAKE_LOG'], 'a').write(json.dumps(m) + '\\n')\n"
-                                      "        out = m['prepare']['output']['path']; print(json.dumps({'prepared': {'claim': None}}), flush=True)\n"
-                                      "    else:\n"
-                                      "        open(out, 'wb').write(b'xy'); print(json.dumps({'done': m['trial'], 'elapsed_ns': 1}), flush=True)\n";
+  // A worker that exits at the first request; then one whose output is short; then others.
+  write_fake_worker();
   const CatalogConfig cc = test::config("relu", {{"n", 64}});
   const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
   const VariantDef& v = *Registry::global().find_variant("relu", "torch.default");
-  ::setenv("D9M_PYTHONPATH", path("").c_str(), 1);
   ::setenv("FAKE_MODE", "die", 1);
   {
     TorchExecutor ex(1);
@@ -221,6 +230,66 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   ::unsetenv("FAKE_LOG");
   ::unsetenv("FAKE_MODE");
   ::unsetenv("D9M_PYTHONPATH");
+}
+
+TEST_F(TorchWorkerFaults, AWorkerThatStreamsWithoutANewlineFailsTheCaseWithoutAWatchdog) {
+  // Bytes with no end of line once grew the executor's buffer until the deadline, or for ever
+  // with no deadline (worker isolation's watchdog aside): now the case fails past 16 MiB.
+  write_fake_worker();
+  ::setenv("FAKE_MODE", "flood", 1);
+  const CatalogConfig cc = test::config("relu", {{"n", 64}});
+  const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+  const VariantDef& v = *Registry::global().find_variant("relu", "torch.default");
+  {
+    TorchExecutor ex(1);
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << "a flooding worker passed";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("sent over 16 MiB without a newline while running trial"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("FAKE_MODE");
+  ::unsetenv("D9M_PYTHONPATH");
+}
+
+TEST_F(TorchWorkerFaults, APipelineOpOnAHangingWorkerFailsThePipelineCaseWithinTheWatchdog) {
+  // Pipelines run in d9m's process, worker isolation or not: a torch op that hangs there once
+  // hung the run, the pipeline host's torch executor having no watchdog.
+  write_fake_worker();
+  ::setenv("FAKE_MODE", "hang", 1);
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "pipelines": [{"name": "act", "steps": 2, "seed": 5, "ops": [
+      {"name": "relu", "op": "relu", "params": {"n": 64}, "inputs": ["x"], "output": "x", "variant": "torch.default"}]}]})",
+                                    "p.json", Registry::global());
+  ASSERT_EQ(cat.pipelines.size(), 1u);
+  const auto t0 = std::chrono::steady_clock::now();
+  PipelineHost host(1, 0.5);
+  const PipelineExecution res = host.run(cat.pipelines[0], cat.pipelines[0].settings[0], 2, nullptr);
+  EXPECT_EQ(res.result.kind, CaseExecution::Kind::error);
+  EXPECT_NE(res.result.detail.find("watchdog: the PyTorch worker did not answer within 0.5 s"), std::string::npos) << res.result.detail;
+  EXPECT_TRUE(res.trace.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  ::unsetenv("FAKE_MODE");
+  ::unsetenv("D9M_PYTHONPATH");
+}
+
+TEST(WatchdogDeadline, TimeTheProcessWasStoppedIsNotCounted) {
+  using Clock = WatchdogDeadline::Clock;
+  using std::chrono::milliseconds;
+  const Clock::time_point t0{};
+  WatchdogDeadline d(std::chrono::seconds(10), std::chrono::seconds(1), t0);
+  // Looks every 100 ms: the time counts.
+  Clock::time_point t = t0;
+  for (int i = 0; i < 50; ++i) d.left(t += milliseconds(100));
+  EXPECT_EQ(d.left(t), std::chrono::seconds(5));
+  // A gap of 60 s between two looks (Ctrl-Z, then fg): the deadline moves on by it.
+  EXPECT_EQ(d.left(t += std::chrono::seconds(60)), std::chrono::seconds(5));
+  // Then looks again every 100 ms until it passes, 5 s later.
+  for (int i = 0; i < 49; ++i) EXPECT_GT(d.left(t += milliseconds(100)), Clock::duration::zero());
+  EXPECT_LE(d.left(t += milliseconds(100)), Clock::duration::zero());
+  // A sign of life gives the whole timeout again.
+  d.renew(t);
+  EXPECT_EQ(d.left(t += milliseconds(500)), milliseconds(9500));
 }
 
 TEST(TorchBackend, WithoutPyTorchItsCasesAreUnavailableWithTheReason) {
