@@ -10,7 +10,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
+#include "kernels/common/half.h"
+#include "kernels/registry.h"
 #include "kernels/common/hd.h"
 
 namespace d9m::scatter {
@@ -25,9 +29,19 @@ struct Geometry {
 
 enum class Indexing { rows, pairs, segments };
 
+// The destination row of update (data) row u: indices[u] (rows), indices[u,0]*dim1 +
+// indices[u,1] (pairs), or segment_ids[u] (segments); -1 where the row is dropped (a segment id
+// negative or out of range, TensorFlow's rule).
+D9M_HD inline std::int64_t destination(const Geometry& g, const std::int32_t* indices, Indexing indexing, std::size_t u) {
+  std::int64_t dest;
+  if (indexing == Indexing::pairs) dest = std::int64_t{indices[2 * u]} * g.dim1 + indices[2 * u + 1];
+  else dest = indices[u];
+  if (indexing == Indexing::segments && (dest < 0 || dest >= g.destinations)) return -1;
+  return dest;
+}
+
 // Scatter form of the family: source = one update (data) row u; it adds its `depth` values into
-// one destination row: indices[u] (rows), indices[u,0]*dim1 + indices[u,1] (pairs), or
-// segment_ids[u], dropped when negative or out of range (segments).
+// its destination row.
 template <class T>
 struct UpdateRows {
   Geometry g;
@@ -37,13 +51,46 @@ struct UpdateRows {
 
   template <class Emit>
   D9M_HD void operator()(std::size_t u, Emit& emit) const {
-    std::int64_t dest;
-    if (indexing == Indexing::pairs) dest = std::int64_t{indices[2 * u]} * g.dim1 + indices[2 * u + 1];
-    else dest = indices[u];
-    if (indexing == Indexing::segments && (dest < 0 || dest >= g.destinations)) return;
+    const std::int64_t dest = destination(g, indices, indexing, u);
+    if (dest < 0) return;
     const auto d = static_cast<std::size_t>(g.depth);
     for (std::size_t k = 0; k < d; ++k) emit(static_cast<std::size_t>(dest) * d + k, updates[u * d + k]);
   }
 };
+
+// The gather form (cpu.gather, cuda.gather). Every call sorts the update rows by destination,
+// stably: the indices only (4 bytes a row), never the D values a row adds, as XLA's scatter
+// expander and TensorFlow's deterministic segment sums sort indices, every call; so does this,
+// and the sort is timed with the op. `row_start[dest]..row_start[dest + 1]` then spans the update
+// rows of `dest` in `sorted`, in increasing u, and each output element sums its own rows in that
+// order onto its initial value: the reference order, so cpu.serial's bits, with no atomics and
+// memory that grows with the number of rows, not with their depth.
+template <class T>
+D9M_HD inline T gathered_element(const Geometry& g, const T* updates, const std::int32_t* sorted, const std::int32_t* row_start,
+                                 std::size_t e, T init) {
+  const auto d = static_cast<std::size_t>(g.depth);
+  const std::size_t dest = e / d, k = e % d;
+  T acc = init;
+  for (std::int32_t i = row_start[dest]; i < row_start[dest + 1]; ++i) acc = add(acc, updates[static_cast<std::size_t>(sorted[i]) * d + k]);
+  return acc;
+}
+
+inline Claim gather_claim() {
+  return {Determinism::deterministic, ClaimSource::design,
+          "the update rows' indices sorted by destination in every call (stable; timed with the op), then each output "
+          "sums its own rows in the reference order: no atomics, memory of the indices only"};
+}
+// The sort's positions are 32-bit.
+inline std::optional<std::string> gather_unsupported(const Problem& p) {
+  if (p.geom<Geometry>().updates > 0x7fffffff) return "more than 2^31 - 1 update rows: the gather form's sort keeps 32-bit positions";
+  return std::nullopt;
+}
+
+// The gather form's buffers, from the plan: the sorted rows and row starts on both backends, the
+// device's sort keys and CUB's scratch too (an estimate: radix sort's is about the keys' size).
+inline std::uint64_t gather_bytes(const Geometry& g, bool device) {
+  const auto u = static_cast<std::uint64_t>(g.updates), r = static_cast<std::uint64_t>(g.destinations);
+  return device ? 4 * (r + 1) + 16 * u + 8 * u + (std::uint64_t{1} << 20) : 4 * (r + 1) + 8 * u + 8 * 256 * (u / 16384 + 1);
+}
 
 }  // namespace d9m::scatter

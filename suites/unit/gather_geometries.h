@@ -1,7 +1,7 @@
 // Random geometries for the gather forms (cpu.gather, cuda.gather), which claim cpu.serial's
 // bits: what the catalogue's few shapes do not reach (downsampling and upsampling by odd factors,
 // align_corners, extents of 1, windows wider than their stride, dilation, SAME padding, tied
-// maxima). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
+// maxima; scatter indices sorted across the sort's chunk and range edges). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <random>
@@ -40,6 +40,18 @@ inline std::vector<std::pair<std::string, nlohmann::json>> gather_geometries() {
                                    {"dilation_h", dh},       {"dilation_w", dw},                {"padding", i % 2 ? "SAME" : "VALID"}};
     out.emplace_back("conv2d_bwd_data", params);
     out.emplace_back("conv2d_bwd_filter", params);
+  }
+  // The scatter family's gather sorts rows by destination in chunks of 16384 rows and at most 256
+  // destination ranges: geometries across both edges (several chunks; more destinations than
+  // ranges, so that some ranges are empty), heavy collisions, segment ids dropped, depth 1.
+  for (int i = 0; i < 30; ++i) {
+    const int rows = i % 5 == 0 ? pick(257, 700) : pick(1, 40), depth = pick(1, 5);
+    const int updates = i % 4 == 0 ? pick(16385, 40000) : pick(1, 300);
+    out.emplace_back("scatter_add", nlohmann::json{{"rows", rows}, {"depth", depth}, {"updates", updates},
+                                                   {"index_range", i % 3 == 0 ? pick(1, 3) : 0}});
+    out.emplace_back("scatter_nd_add", nlohmann::json{{"dim0", pick(1, 30)}, {"dim1", pick(1, 30)}, {"depth", depth},
+                                                      {"updates", updates}, {"index_range", i % 3 == 0 ? pick(1, 3) : 0}});
+    out.emplace_back("unsorted_segment_sum", nlohmann::json{{"rows", updates}, {"depth", depth}, {"num_segments", rows}});
   }
   return out;
 }
