@@ -22,6 +22,7 @@
 
 #include "kernels/common/half.h"
 #include "kernels/common/hd.h"
+#include "kernels/registry.h"
 
 namespace d9m::crop_and_resize {
 
@@ -98,6 +99,29 @@ D9M_HD inline bool sample_of(const Geometry& g, const float* boxes, const std::i
   return !outside(out.in_x, g.w);
 }
 
+// A bilinear sample's taps along one axis: floor and ceil of the coordinate, and the lerp.
+struct AxisTaps {
+  I lo, hi;
+  float lerp;
+};
+D9M_HD inline AxisTaps axis_taps(float v) {
+  const I lo = static_cast<I>(floorf(v));
+  return {lo, static_cast<I>(ceilf(v)), v - static_cast<float>(lo)};
+}
+
+// What a bilinear sample of gradient d sends its four corners, in the order the scatter form
+// emits them (top-left, top-right, bottom-left, bottom-right), each rounded to T. The scatter
+// and gather forms both take their values from here, so their bits can only differ in order.
+template <class T>
+struct CornerValues {
+  T tl, tr, bl, br;
+};
+template <class T>
+D9M_HD inline CornerValues<T> corner_values(float yl, float xl, float d) {
+  const float dtop = (1 - yl) * d, dbottom = yl * d;
+  return {from_float<T>((1 - xl) * dtop), from_float<T>(xl * dtop), from_float<T>((1 - xl) * dbottom), from_float<T>(xl * dbottom)};
+}
+
 // Scatter form of crop_and_resize_grad_image: source = crop pixel (k, y, x); T is the output's
 // storage type, each float contribution rounded to it.
 template <class T>
@@ -115,16 +139,13 @@ struct GradImageTaps {
     const float* dy = grads + sm.px * g.c;
     const I base = sm.box.b * g.h;
     if (g.bilinear) {
-      const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
-      const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
-      const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+      const AxisTaps ty = axis_taps(in_y), tx = axis_taps(in_x);
       for (I c = 0; c < g.c; ++c) {
-        const float dtop = (1 - yl) * dy[c];
-        emit(static_cast<std::size_t>(((base + top) * g.w + left) * g.c + c), from_float<T>((1 - xl) * dtop));
-        emit(static_cast<std::size_t>(((base + top) * g.w + right) * g.c + c), from_float<T>(xl * dtop));
-        const float dbottom = yl * dy[c];
-        emit(static_cast<std::size_t>(((base + bottom) * g.w + left) * g.c + c), from_float<T>((1 - xl) * dbottom));
-        emit(static_cast<std::size_t>(((base + bottom) * g.w + right) * g.c + c), from_float<T>(xl * dbottom));
+        const CornerValues<T> v = corner_values<T>(ty.lerp, tx.lerp, dy[c]);
+        emit(static_cast<std::size_t>(((base + ty.lo) * g.w + tx.lo) * g.c + c), v.tl);
+        emit(static_cast<std::size_t>(((base + ty.lo) * g.w + tx.hi) * g.c + c), v.tr);
+        emit(static_cast<std::size_t>(((base + ty.hi) * g.w + tx.lo) * g.c + c), v.bl);
+        emit(static_cast<std::size_t>(((base + ty.hi) * g.w + tx.hi) * g.c + c), v.br);
       }
     } else {
       const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
@@ -132,6 +153,59 @@ struct GradImageTaps {
     }
   }
 };
+
+// The gather form of crop_and_resize_grad_image (cpu.gather, cuda.gather), for image row
+// (b, iy) and channels [c0, c1): it replays, in the scatter form's order (box, crop row, crop
+// column, then the corners), every crop pixel whose sample touches the row, and adds only what
+// lands in it. Each element so receives exactly its contributions in the reference order:
+// cpu.serial's bits, with no atomics, no sort and no buffer. A box's crop rows are checked
+// against the row one by one (sample_at, as the scatter form computes it), so a flipped or
+// degenerate box needs no closed form. `row` is out[b, iy, 0, 0] and starts at zero.
+template <class T>
+D9M_HD void gather_row(const Geometry& g, const float* grads, const float* boxes, const std::int32_t* box_ind, I b, I iy, I c0, I c1,
+                       T* row) {
+  for (I k = 0; k < g.boxes; ++k) {
+    if (box_ind[k] != b) continue;
+    const Box bx = box_at(boxes, box_ind, k);
+    for (I y = 0; y < g.crop_h; ++y) {
+      const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+      if (outside(in_y, g.h)) continue;
+      const AxisTaps ty = axis_taps(in_y);
+      const I nearest_y = static_cast<I>(roundf(in_y));
+      if (g.bilinear ? ty.lo != iy && ty.hi != iy : nearest_y != iy) continue;
+      for (I x = 0; x < g.crop_w; ++x) {
+        const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
+        if (outside(in_x, g.w)) continue;
+        const float* dy = grads + ((k * g.crop_h + y) * g.crop_w + x) * g.c;
+        if (!g.bilinear) {
+          T* at = row + static_cast<I>(roundf(in_x)) * g.c;
+          for (I c = c0; c < c1; ++c) at[c] = add(at[c], from_float<T>(dy[c]));
+          continue;
+        }
+        const AxisTaps tx = axis_taps(in_x);
+        T* left = row + tx.lo * g.c;
+        T* right = row + tx.hi * g.c;
+        for (I c = c0; c < c1; ++c) {
+          const CornerValues<T> v = corner_values<T>(ty.lerp, tx.lerp, dy[c]);
+          if (ty.lo == iy) {
+            left[c] = add(left[c], v.tl);
+            right[c] = add(right[c], v.tr);
+          }
+          if (ty.hi == iy) {
+            left[c] = add(left[c], v.bl);
+            right[c] = add(right[c], v.br);
+          }
+        }
+      }
+    }
+  }
+}
+
+inline Claim gather_claim() {
+  return {Determinism::deterministic, ClaimSource::design,
+          "each image row replays the crop pixels that sample it, in the reference order, keeping what lands in it: "
+          "no atomics, no sort, no buffer"};
+}
 
 // Scatter form of crop_and_resize_grad_boxes: source = crop pixel (k, y, x); it adds to the
 // four coordinates of box k, in TensorFlow's order y1, y2, x1, x2 per channel. T is the image's

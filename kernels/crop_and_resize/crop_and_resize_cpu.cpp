@@ -1,5 +1,6 @@
 // CPU variants of the crop_and_resize family. The forward op writes each crop element once; the
 // gradients are in scatter form with source = one crop pixel (k, y, x).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/common/accumulate.h"
@@ -65,8 +66,29 @@ void grad_boxes(const KernelArgs& a, accumulate::Order order) {
   });
 }
 
+// The gather form (crop_and_resize.h): a task per few image rows, each replaying its rows.
+void grad_image_gathered(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  with_float_type(a.problem.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = a.out<T>();
+    const float* grads = a.in<float>(0);
+    const float* boxes = a.in<float>(1);
+    const auto* box_ind = a.in<std::int32_t>(2);
+    parallel_blocks(*a.exec.pool, static_cast<std::size_t>(g.batch * g.h), 2, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        T* row = out + static_cast<I>(r) * g.w * g.c;
+        std::fill(row, row + g.w * g.c, T{0});
+        gather_row(g, grads, boxes, box_ind, static_cast<I>(r) / g.h, static_cast<I>(r) % g.h, 0, g.c, row);
+      }
+    });
+  });
+}
+
 }  // namespace
 
+D9M_REGISTER_VARIANTS({{.op = "crop_and_resize_grad_image", .name = "cpu.gather", .backend = Backend::cpu, .role = Role::ordered,
+                        .claim = gather_claim(), .run = grad_image_gathered, .bit_equal_to = "cpu.serial"}});
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
                        .claim = op::serial_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_serial(a, t); })}});
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cpu.ordered", .backend = Backend::cpu, .role = Role::ordered,

@@ -48,8 +48,29 @@ void grad_boxes(const KernelArgs& a, accumulate::Order o) {
   });
 }
 
+// The gather form (crop_and_resize.h): a thread per (image row, channel), each zeroing and
+// replaying its elements of the row.
+template <class T>
+void grad_image_gathered(const KernelArgs& a) {
+  const Geometry g = a.problem.geom<Geometry>();
+  T* out = a.out<T>();
+  const float* grads = a.in<float>(0);
+  const float* boxes = a.in<float>(1);
+  const std::int32_t* box_ind = a.in<std::int32_t>(2);
+  cuda::for_each_index(a, static_cast<std::size_t>(g.batch * g.h * g.c), [=] __device__(std::size_t i) {
+    const I c = static_cast<I>(i) % g.c, r = static_cast<I>(i) / g.c;
+    T* row = out + r * g.w * g.c;
+    for (I x = 0; x < g.w; ++x) row[x * g.c + c] = T{0};
+    gather_row(g, grads, boxes, box_ind, r / g.h, r % g.h, c, c + 1, row);
+  });
+}
+
 }  // namespace
 
+D9M_REGISTER_VARIANTS({{.op = "crop_and_resize_grad_image", .name = "cuda.gather", .backend = Backend::cuda, .role = Role::ordered,
+                        .claim = gather_claim(),
+                        .run = typed([](const KernelArgs& a, auto tag) { grad_image_gathered<decltype(tag)>(a); }),
+                        .bit_equal_to = "cpu.serial"}});
 D9M_REGISTER_VARIANTS({{.op = "crop_and_resize", .name = "cuda.ordered", .backend = Backend::cuda, .role = Role::ordered,
                        .claim = op::per_output_claim(), .run = typed([](const KernelArgs& a, auto t) { crop_ordered(a, t); }),
                        .bit_equal_to = "cpu.ordered"}});

@@ -276,7 +276,7 @@ TEST(CudaVariants, GatherFormsHaveTheSerialBitsOnRandomGeometries) {
       EXPECT_EQ(out.trials[1].digest, serial) << op << " " << dtype_short_name(dtype) << " " << params.dump();
       ++checked;
     }
-  EXPECT_EQ(checked, 160 + 160 + 240 + 240 + 240 + 3 * 120);  // conv, max-pool, resize, scatter
+  EXPECT_EQ(checked, 160 + 160 + 240 + 240 + 240 + 3 * 120 + 160);  // conv, max-pool, resize, scatter, crop_and_resize
 }
 
 // The executor's batched trial loop: every trial has its digest, diff stats exactly where its

@@ -53,6 +53,12 @@ inline std::vector<std::pair<std::string, nlohmann::json>> gather_geometries() {
                                                       {"updates", updates}, {"index_range", i % 3 == 0 ? pick(1, 3) : 0}});
     out.emplace_back("unsorted_segment_sum", nlohmann::json{{"rows", updates}, {"depth", depth}, {"num_segments", rows}});
   }
+  // crop_and_resize_grad_image: boxes flipped and partly outside the image (the fill's), extents
+  // and crops of 1 (where a sample's top and bottom tap coincide), several boxes per image.
+  for (int i = 0; i < 40; ++i)
+    out.emplace_back("crop_and_resize_grad_image",
+                     nlohmann::json{{"batch", pick(1, 3)}, {"h", pick(1, 9)}, {"w", pick(1, 9)}, {"c", pick(1, 3)}, {"boxes", pick(1, 12)},
+                                    {"crop_h", pick(1, 6)}, {"crop_w", pick(1, 6)}, {"method", i % 3 == 2 ? "nearest" : "bilinear"}});
   return out;
 }
 

@@ -1,6 +1,6 @@
-// The gather forms (cpu.gather: kernels/common/map_variants.h, maxpool.h, conv.h, scatter.h) claim
-// cpu.serial's bits: each output element must enumerate exactly the contributions the scatter
-// form sends it, in the same order. The catalogue's configs check that at their few shapes; here,
+// The gather forms (cpu.gather: kernels/common/map_variants.h, maxpool.h, conv.h, scatter.h,
+// crop_and_resize.h) claim cpu.serial's bits: each output element must enumerate exactly the
+// contributions the scatter form sends it, in the same order. The catalogue's configs check that at their few shapes; here,
 // random geometries (gather_geometries.h) at every precision the op has.
 #include <gtest/gtest.h>
 
@@ -31,7 +31,8 @@ TEST(Gather, GatherFormsHaveTheScatterFormsBitsOnRandomGeometries) {
   // Every float dtype of each op, on every geometry.
   EXPECT_EQ(checked, (std::map<std::string, int>{{"conv2d_bwd_data", 160}, {"conv2d_bwd_filter", 160}, {"maxpool2d_bwd", 240},
                                                  {"resize_bilinear_grad", 240}, {"resize_nearest_grad", 240},
-                                                 {"scatter_add", 120}, {"scatter_nd_add", 120}, {"unsorted_segment_sum", 120}}));
+                                                 {"scatter_add", 120}, {"scatter_nd_add", 120}, {"unsorted_segment_sum", 120},
+                                                 {"crop_and_resize_grad_image", 160}}));
 }
 
 // Where float rounds a bilinear coordinate up to the extent itself (extents near 2^24), the tap
