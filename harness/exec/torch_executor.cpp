@@ -166,8 +166,9 @@ json TorchExecutor::receive(const std::string& doing) {
   // Turns of at most 250 ms (the poll below): a gap of over a second is time d9m was stopped.
   WatchdogDeadline deadline(std::chrono::duration_cast<WatchdogDeadline::Clock::duration>(std::chrono::duration<double>(timeout_s_)),
                             std::chrono::seconds(1));
+  std::size_t scanned = 0;  // the buffer before this holds no newline: each byte is looked at once
   for (;;) {
-    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+    if (const auto nl = buffer_.find('\n', scanned); nl != std::string::npos) {
       const std::string line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
       json msg = json::parse(line, nullptr, false);
@@ -213,10 +214,11 @@ json TorchExecutor::receive(const std::string& doing) {
       throw std::runtime_error("the PyTorch worker (" + python() + " -m d9m_torch.worker) " + why + " while " + doing +
                                " (its messages are on stderr)");
     }
+    scanned = buffer_.size();
     buffer_.append(chunk, static_cast<std::size_t>(got));
     // The protocol's messages are short lines: a worker streaming bytes with no newline (a
     // print gone wrong) would otherwise grow this buffer until the deadline, or forever.
-    if (buffer_.size() > kMaxMessageBytes && buffer_.find('\n') == std::string::npos) {
+    if (buffer_.size() > kMaxMessageBytes && std::memchr(chunk, '\n', static_cast<std::size_t>(got)) == nullptr) {
       stop();
       throw std::runtime_error("the PyTorch worker sent over " + std::to_string(kMaxMessageBytes >> 20) +
                                " MiB without a newline while " + doing + "; it was stopped");

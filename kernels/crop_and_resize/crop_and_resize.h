@@ -154,57 +154,71 @@ struct GradImageTaps {
   }
 };
 
-// The gather form of crop_and_resize_grad_image (cpu.gather, cuda.gather), for image row
-// (b, iy) and channels [c0, c1): it replays, in the scatter form's order (box, crop row, crop
-// column, then the corners), every crop pixel whose sample touches the row, and adds only what
-// lands in it. Each element so receives exactly its contributions in the reference order:
-// cpu.serial's bits, with no atomics, no sort and no buffer. A box's crop rows are checked
-// against the row one by one (sample_at, as the scatter form computes it), so a flipped or
-// degenerate box needs no closed form. `row` is out[b, iy, 0, 0] and starts at zero.
+// The gather form of crop_and_resize_grad_image (cpu.gather, cuda.gather): each image row
+// (b, iy) replays, in the scatter form's order (box, crop row, crop column, then the corners),
+// every crop pixel whose sample touches the row, and adds only what lands in it. Each element so
+// receives exactly its contributions in the reference order: cpu.serial's bits, with no atomics.
+//
+// gather_crop_row replays crop row (k, y) of box k for image row (b, iy), channels [c0, c1); a
+// crop row that does not touch the image row (another image, a sample outside, other taps) adds
+// nothing, so a caller may offer any superset of the touching crop rows, in increasing (k, y).
+// The check is sample_at's, as the scatter form computes it, so flipped and degenerate boxes need
+// no closed form. `row` is out[b, iy, 0, 0].
 template <class T>
-D9M_HD void gather_row(const Geometry& g, const float* grads, const float* boxes, const std::int32_t* box_ind, I b, I iy, I c0, I c1,
-                       T* row) {
-  for (I k = 0; k < g.boxes; ++k) {
-    if (box_ind[k] != b) continue;
-    const Box bx = box_at(boxes, box_ind, k);
-    for (I y = 0; y < g.crop_h; ++y) {
-      const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
-      if (outside(in_y, g.h)) continue;
-      const AxisTaps ty = axis_taps(in_y);
-      const I nearest_y = static_cast<I>(roundf(in_y));
-      if (g.bilinear ? ty.lo != iy && ty.hi != iy : nearest_y != iy) continue;
-      for (I x = 0; x < g.crop_w; ++x) {
-        const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
-        if (outside(in_x, g.w)) continue;
-        const float* dy = grads + ((k * g.crop_h + y) * g.crop_w + x) * g.c;
-        if (!g.bilinear) {
-          T* at = row + static_cast<I>(roundf(in_x)) * g.c;
-          for (I c = c0; c < c1; ++c) at[c] = add(at[c], from_float<T>(dy[c]));
-          continue;
-        }
-        const AxisTaps tx = axis_taps(in_x);
-        T* left = row + tx.lo * g.c;
-        T* right = row + tx.hi * g.c;
-        for (I c = c0; c < c1; ++c) {
-          const CornerValues<T> v = corner_values<T>(ty.lerp, tx.lerp, dy[c]);
-          if (ty.lo == iy) {
-            left[c] = add(left[c], v.tl);
-            right[c] = add(right[c], v.tr);
-          }
-          if (ty.hi == iy) {
-            left[c] = add(left[c], v.bl);
-            right[c] = add(right[c], v.br);
-          }
-        }
+D9M_HD void gather_crop_row(const Geometry& g, const float* grads, const float* boxes, const std::int32_t* box_ind, I k, I y, I b, I iy,
+                            I c0, I c1, T* row) {
+  if (box_ind[k] != b) return;
+  const Box bx = box_at(boxes, box_ind, k);
+  const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+  if (outside(in_y, g.h)) return;
+  const AxisTaps ty = axis_taps(in_y);
+  if (g.bilinear ? ty.lo != iy && ty.hi != iy : static_cast<I>(roundf(in_y)) != iy) return;
+  for (I x = 0; x < g.crop_w; ++x) {
+    const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
+    if (outside(in_x, g.w)) continue;
+    const float* dy = grads + ((k * g.crop_h + y) * g.crop_w + x) * g.c;
+    if (!g.bilinear) {
+      T* at = row + static_cast<I>(roundf(in_x)) * g.c;
+      for (I c = c0; c < c1; ++c) at[c] = add(at[c], from_float<T>(dy[c]));
+      continue;
+    }
+    const AxisTaps tx = axis_taps(in_x);
+    T* left = row + tx.lo * g.c;
+    T* right = row + tx.hi * g.c;
+    for (I c = c0; c < c1; ++c) {
+      const CornerValues<T> v = corner_values<T>(ty.lerp, tx.lerp, dy[c]);
+      if (ty.lo == iy) {
+        left[c] = add(left[c], v.tl);
+        right[c] = add(right[c], v.tr);
+      }
+      if (ty.hi == iy) {
+        left[c] = add(left[c], v.bl);
+        right[c] = add(right[c], v.br);
       }
     }
   }
 }
 
+// The image rows crop row (k, y) touches: its sample's top and bottom taps (one where they
+// coincide), or its nearest row; none where the sample falls outside. Returns how many (0-2).
+D9M_HD inline int rows_touched(const Geometry& g, const float* boxes, const std::int32_t* box_ind, I k, I y, I rows[2]) {
+  const Box bx = box_at(boxes, box_ind, k);
+  const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
+  if (outside(in_y, g.h)) return 0;
+  if (!g.bilinear) {
+    rows[0] = static_cast<I>(roundf(in_y));
+    return 1;
+  }
+  const AxisTaps ty = axis_taps(in_y);
+  rows[0] = ty.lo;
+  rows[1] = ty.hi;
+  return ty.hi == ty.lo ? 1 : 2;
+}
+
 inline Claim gather_claim() {
   return {Determinism::deterministic, ClaimSource::design,
           "each image row replays the crop pixels that sample it, in the reference order, keeping what lands in it: "
-          "no atomics, no sort, no buffer"};
+          "no atomics"};
 }
 
 // Scatter form of crop_and_resize_grad_boxes: source = crop pixel (k, y, x); it adds to the

@@ -61,7 +61,10 @@ void grad_image_gathered(const KernelArgs& a) {
     const I c = static_cast<I>(i) % g.c, r = static_cast<I>(i) / g.c;
     T* row = out + r * g.w * g.c;
     for (I x = 0; x < g.w; ++x) row[x * g.c + c] = T{0};
-    gather_row(g, grads, boxes, box_ind, r / g.h, r % g.h, c, c + 1, row);
+    // Every crop row of every box is offered (gather_crop_row skips those that miss the row):
+    // the device form has no per-row lists yet, so its cost grows with rows times boxes.
+    for (I k = 0; k < g.boxes; ++k)
+      for (I y = 0; y < g.crop_h; ++y) gather_crop_row(g, grads, boxes, box_ind, k, y, r / g.h, r % g.h, c, c + 1, row);
   });
 }
 

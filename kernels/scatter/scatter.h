@@ -30,14 +30,20 @@ struct Geometry {
 enum class Indexing { rows, pairs, segments };
 
 // The destination row of update (data) row u: indices[u] (rows), indices[u,0]*dim1 +
-// indices[u,1] (pairs), or segment_ids[u] (segments); -1 where the row is dropped (a segment id
-// negative or out of range, TensorFlow's rule).
+// indices[u,1] (pairs), or segment_ids[u] (segments); -1 where the row is dropped: a segment id
+// negative or out of range (TensorFlow's rule). The fill never makes a scatter index out of range
+// (TensorFlow's CPU kernels refuse one, its GPU kernels skip it); one is dropped too, so that no
+// variant writes outside its output.
 D9M_HD inline std::int64_t destination(const Geometry& g, const std::int32_t* indices, Indexing indexing, std::size_t u) {
   std::int64_t dest;
-  if (indexing == Indexing::pairs) dest = std::int64_t{indices[2 * u]} * g.dim1 + indices[2 * u + 1];
-  else dest = indices[u];
-  if (indexing == Indexing::segments && (dest < 0 || dest >= g.destinations)) return -1;
-  return dest;
+  if (indexing == Indexing::pairs) {
+    const std::int64_t i0 = indices[2 * u], i1 = indices[2 * u + 1];
+    if (i1 < 0 || i1 >= g.dim1) return -1;
+    dest = i0 * g.dim1 + i1;
+  } else {
+    dest = indices[u];
+  }
+  return dest < 0 || dest >= g.destinations ? -1 : dest;
 }
 
 // Scatter form of the family: source = one update (data) row u; it adds its `depth` values into
@@ -80,17 +86,22 @@ inline Claim gather_claim() {
           "the update rows' indices sorted by destination in every call (stable; timed with the op), then each output "
           "sums its own rows in the reference order: no atomics, memory of the indices only"};
 }
-// The sort's positions are 32-bit.
-inline std::optional<std::string> gather_unsupported(const Problem& p) {
-  if (p.geom<Geometry>().updates > 0x7fffffff) return "more than 2^31 - 1 update rows: the gather form's sort keeps 32-bit positions";
+// The sort's positions are 32-bit; on the device its keys are too, with one key past the last
+// destination for the dropped rows.
+inline std::optional<std::string> gather_unsupported(const Problem& p, bool device) {
+  const auto& g = p.geom<Geometry>();
+  if (g.updates > 0x7fffffff) return "more than 2^31 - 1 update rows: the gather form's sort keeps 32-bit positions";
+  if (device && g.destinations >= 0xffffffff) return "2^32 - 1 or more destination rows: the device sort's keys are 32-bit";
   return std::nullopt;
 }
 
 // The gather form's buffers, from the plan: the sorted rows and row starts on both backends, the
-// device's sort keys and CUB's scratch too (an estimate: radix sort's is about the keys' size).
+// device's sort keys and CUB's scratch too. CUB's radix sort takes a copy of the pairs (8 bytes a
+// row) plus its decoupled look-back state (about 0.12 bytes a row on sm_90): 9 bytes a row and
+// 1 MiB is a bound, not the exact figure.
 inline std::uint64_t gather_bytes(const Geometry& g, bool device) {
   const auto u = static_cast<std::uint64_t>(g.updates), r = static_cast<std::uint64_t>(g.destinations);
-  return device ? 4 * (r + 1) + 16 * u + 8 * u + (std::uint64_t{1} << 20) : 4 * (r + 1) + 8 * u + 8 * 256 * (u / 16384 + 1);
+  return device ? 4 * (r + 1) + 16 * u + 9 * u + (std::uint64_t{1} << 20) : 4 * (r + 1) + 8 * u + 8 * 256 * (u / 16384 + 1);
 }
 
 }  // namespace d9m::scatter

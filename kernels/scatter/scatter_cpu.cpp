@@ -127,7 +127,7 @@ void add_rows_gathered(const KernelArgs& a, std::size_t updates, std::size_t ind
 std::vector<VariantDef> cpu_gather_variant(const std::string& op, std::size_t updates, Indexing indexing, bool init_from_ref) {
   return {{.op = op, .name = "cpu.gather", .backend = Backend::cpu, .role = Role::ordered,
            .claim = gather_claim(),
-           .unsupported = gather_unsupported,
+           .unsupported = [](const Problem& p) { return gather_unsupported(p, false); },
            .run = [=](const KernelArgs& a) { add_rows_gathered(a, updates, 1, indexing, init_from_ref); },
            .prepare = [](const Problem& p, const ExecContext&) {
              const auto& g = p.geom<Geometry>();

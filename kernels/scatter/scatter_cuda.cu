@@ -116,7 +116,7 @@ void add_rows_gathered(const KernelArgs& a, std::size_t updates_input, Indexing 
 std::vector<VariantDef> cuda_gather_variant(const std::string& op, std::size_t updates_input, Indexing indexing, bool init_from_ref) {
   return {{.op = op, .name = "cuda.gather", .backend = Backend::cuda, .role = Role::ordered,
            .claim = gather_claim(),
-           .unsupported = gather_unsupported,
+           .unsupported = [](const Problem& p) { return gather_unsupported(p, true); },
            .run = typed([=](const KernelArgs& a, auto tag) { add_rows_gathered<decltype(tag)>(a, updates_input, indexing, init_from_ref); }),
            .prepare = [](const Problem& p, const ExecContext& e) {
              auto b = gather_buffers(p, static_cast<cudaStream_t>(e.stream));
