@@ -31,6 +31,21 @@ for f in ('a.bin', 'e.bin'):
     print(c.execute('SELECT t.digest FROM trials t JOIN cases k ON k.id = t.case_id WHERE k.config = ? AND t.trial = 0', (f,)).fetchone()[0])" "$T/dig.sqlite")
 [[ $(cat "$T/py_digest") == "$want" ]] && pass=$((pass + 1)) || { echo "FAIL: the hook's digests differ from d9m's"; echo "$want"; cat "$T/py_digest"; failures=$((failures + 1)); }
 
+# The worker's test for PyTorch's missing-dtype-kernel error takes that error, as this PyTorch
+# words it, and no other error that merely shares the words.
+"$PY" - "$HERE/../../bindings/python" <<'PY' && pass=$((pass + 1)) || failures=$((failures + 1))
+import sys; sys.path.insert(0, sys.argv[1])
+import torch
+from d9m_torch.worker import MISSING_DTYPE_KERNEL
+try:
+    torch.zeros(2, 2, dtype=torch.half) @ torch.zeros(2, 2, dtype=torch.half)
+    real = None  # this PyTorch has the kernel: nothing of its own wording to check
+except RuntimeError as e:
+    real = str(e).splitlines()[0]
+assert real is None or MISSING_DTYPE_KERNEL.search(real), real
+assert not MISSING_DTYPE_KERNEL.search("this feature is not implemented for sparse tensors")
+PY
+
 # .safetensors outputs are compared per tensor: one element of "a" moves in trial 1, "b" never.
 cat > "$T/st.py" <<'PY'
 import json, os, struct

@@ -19,6 +19,7 @@ deterministic algorithm for raises, and the case is UNSUPPORTED with PyTorch's m
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -33,9 +34,11 @@ def _die_with_parent():
         pass
 
 
-# How PyTorch words a missing dtype kernel, e.g. `"upsample_bilinear2d_backward" not implemented
-# for 'Half'`. This is PyTorch's own message, matched as it is, not a to-do of d9m's.
-NO_KERNEL_FOR_DTYPE = "not implemented for"
+# PyTorch's error for an op with no kernel at a dtype on this device, as its dispatch macros
+# word it: `"addmm_impl_cpu_" not implemented for 'Half'` (PyTorch 1.13 and 2.x). Matched whole
+# (kernel name in double quotes, dtype in single), so that no other error that happens to contain
+# the words passes as UNSUPPORTED. A fact about the stack, reported as such; nothing of d9m's.
+MISSING_DTYPE_KERNEL = re.compile(r"\"[^\"\n]+\" not implemented for '[^'\n]+'")
 
 
 def main():
@@ -122,7 +125,7 @@ def main():
                     # PyTorch's own answer: it has no deterministic algorithm for this op here.
                     send({"unsupported": "PyTorch " + torch.__version__ + ": " + first})
                 # PyTorch has no kernel for this dtype on this device: a fact, not a failure.
-                elif NO_KERNEL_FOR_DTYPE in text:
+                elif MISSING_DTYPE_KERNEL.search(first):
                     send({"unsupported": f"PyTorch {torch.__version__} on {device.type}: {first}"})
                 else:
                     send({"error": f"PyTorch {torch.__version__}: {type(e).__name__}: {first}"})
