@@ -75,6 +75,7 @@ void grad_boxes(const KernelArgs& a, accumulate::Order order) {
 // image rows replays them. The lists' buffers come from prepare().
 struct GatherLists {
   std::vector<std::int64_t> start;      // per image row (b * h + iy), and one past the last
+  std::vector<std::int64_t> cursor;     // per image row, where its next crop row goes
   std::vector<std::int64_t> crop_rows;  // k * crop_h + y, grouped by image row
 };
 
@@ -90,9 +91,8 @@ void list_crop_rows(const Geometry& g, const float* boxes, const std::int32_t* b
   };
   each([&](I image_row, I) { ++l.start[static_cast<std::size_t>(image_row) + 1]; });
   for (std::size_t r = 1; r < l.start.size(); ++r) l.start[r] += l.start[r - 1];
-  std::vector<std::int64_t>& next = l.crop_rows;  // placed at start[image_row] + its count so far
-  std::vector<std::int64_t> cursor(l.start.begin(), l.start.end() - 1);
-  each([&](I image_row, I crop_row) { next[static_cast<std::size_t>(cursor[static_cast<std::size_t>(image_row)]++)] = crop_row; });
+  std::copy(l.start.begin(), l.start.end() - 1, l.cursor.begin());
+  each([&](I image_row, I crop_row) { l.crop_rows[static_cast<std::size_t>(l.cursor[static_cast<std::size_t>(image_row)]++)] = crop_row; });
 }
 
 void grad_image_gathered(const KernelArgs& a) {
@@ -127,6 +127,7 @@ D9M_REGISTER_VARIANTS({{.op = "crop_and_resize_grad_image", .name = "cpu.gather"
                           const auto& g = p.geom<Geometry>();
                           auto l = std::make_shared<GatherLists>();
                           l->start.resize(static_cast<std::size_t>(g.batch * g.h) + 1);
+                          l->cursor.resize(static_cast<std::size_t>(g.batch * g.h));
                           l->crop_rows.resize(static_cast<std::size_t>(2 * g.boxes * g.crop_h));
                           return Prepared{l, std::nullopt};
                         },

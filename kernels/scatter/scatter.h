@@ -70,7 +70,9 @@ struct UpdateRows {
 // and the sort is timed with the op. `row_start[dest]..row_start[dest + 1]` then spans the update
 // rows of `dest` in `sorted`, in increasing u, and each output element sums its own rows in that
 // order onto its initial value: the reference order, so cpu.serial's bits, with no atomics and
-// memory that grows with the number of rows, not with their depth.
+// memory that grows with the number of rows, not with their depth. gathered_element is one
+// element's sum (the device's thread per element); the CPU sums a whole row at a time in the same
+// order per element (scatter_cpu.cpp), reading each update row once.
 template <class T>
 D9M_HD inline T gathered_element(const Geometry& g, const T* updates, const std::int32_t* sorted, const std::int32_t* row_start,
                                  std::size_t e, T init) {
