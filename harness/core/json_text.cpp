@@ -55,6 +55,10 @@ void check_depth(const std::string& text, const std::string& source) {
 }  // namespace
 
 nlohmann::json parse_json_input(const std::string& text, const std::string& source) {
+  // nlohmann's parser takes a NUL byte for the end of the text: whatever followed one (the rest
+  // of a catalogue) was silently ignored. JSON has no place for a raw NUL.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    fail_usage(source + ":" + position_of(text, nul) + ": a NUL byte; JSON text has none (a binary file, or one cut and padded?)");
   check_depth(text, source);
   try {
     return nlohmann::json::parse(text);

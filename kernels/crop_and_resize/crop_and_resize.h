@@ -54,6 +54,25 @@ D9M_HD inline float sample_at(float lo, float hi, I crop, I extent, I i) {
 
 D9M_HD inline bool outside(float v, I extent) { return v < 0 || v > static_cast<float>(extent - 1); }
 
+// A sample's taps along an axis of `extent` pixels: floor and ceil of the coordinate and the lerp
+// (bilinear), or the nearest pixel. outside() admits v <= float(extent - 1), and above 2^24 that
+// float can be `extent` itself (2^24 + 3 rounds to 2^24 + 4): the taps are clamped to the last
+// pixel, as resize.h's are, so that no form reads or writes past the image, where TensorFlow's
+// kernel would. Below 2^24 the clamp never acts.
+struct AxisTaps {
+  I lo, hi;
+  float lerp;
+};
+D9M_HD inline AxisTaps axis_taps(float v, I extent) {
+  const auto floor_v = static_cast<I>(floorf(v)), ceil_v = static_cast<I>(ceilf(v));
+  const I lo = floor_v < extent - 1 ? floor_v : extent - 1, hi = ceil_v < extent - 1 ? ceil_v : extent - 1;
+  return {lo, hi, v - static_cast<float>(lo)};
+}
+D9M_HD inline I nearest_pixel(float v, I extent) {
+  const auto at = static_cast<I>(roundf(v));
+  return at < extent - 1 ? at : extent - 1;
+}
+
 // Forward value of crop element (k, y, x, c); T is the image's storage type.
 template <class T>
 D9M_HD inline float crop_value(const Geometry& g, const T* image, const float* boxes,
@@ -64,12 +83,12 @@ D9M_HD inline float crop_value(const Geometry& g, const T* image, const float* b
   const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
   if (outside(in_x, g.w)) return g.extrapolation_value;
   if (!g.bilinear) {
-    const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
+    const I cy = nearest_pixel(in_y, g.h), cx = nearest_pixel(in_x, g.w);
     return to_float(image[((bx.b * g.h + cy) * g.w + cx) * g.c + c]);
   }
-  const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
-  const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
-  const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+  const AxisTaps ty = axis_taps(in_y, g.h), tx = axis_taps(in_x, g.w);
+  const I top = ty.lo, bottom = ty.hi, left = tx.lo, right = tx.hi;
+  const float yl = ty.lerp, xl = tx.lerp;
   const float tl = to_float(image[((bx.b * g.h + top) * g.w + left) * g.c + c]);
   const float tr = to_float(image[((bx.b * g.h + top) * g.w + right) * g.c + c]);
   const float bl = to_float(image[((bx.b * g.h + bottom) * g.w + left) * g.c + c]);
@@ -97,16 +116,6 @@ D9M_HD inline bool sample_of(const Geometry& g, const float* boxes, const std::i
   if (outside(out.in_y, g.h)) return false;
   out.in_x = sample_at(out.box.x1, out.box.x2, g.crop_w, g.w, out.x);
   return !outside(out.in_x, g.w);
-}
-
-// A bilinear sample's taps along one axis: floor and ceil of the coordinate, and the lerp.
-struct AxisTaps {
-  I lo, hi;
-  float lerp;
-};
-D9M_HD inline AxisTaps axis_taps(float v) {
-  const I lo = static_cast<I>(floorf(v));
-  return {lo, static_cast<I>(ceilf(v)), v - static_cast<float>(lo)};
 }
 
 // What a bilinear sample of gradient d sends its four corners, in the order the scatter form
@@ -139,7 +148,7 @@ struct GradImageTaps {
     const float* dy = grads + sm.px * g.c;
     const I base = sm.box.b * g.h;
     if (g.bilinear) {
-      const AxisTaps ty = axis_taps(in_y), tx = axis_taps(in_x);
+      const AxisTaps ty = axis_taps(in_y, g.h), tx = axis_taps(in_x, g.w);
       for (I c = 0; c < g.c; ++c) {
         const CornerValues<T> v = corner_values<T>(ty.lerp, tx.lerp, dy[c]);
         emit(static_cast<std::size_t>(((base + ty.lo) * g.w + tx.lo) * g.c + c), v.tl);
@@ -148,7 +157,7 @@ struct GradImageTaps {
         emit(static_cast<std::size_t>(((base + ty.hi) * g.w + tx.hi) * g.c + c), v.br);
       }
     } else {
-      const I cy = static_cast<I>(roundf(in_y)), cx = static_cast<I>(roundf(in_x));
+      const I cy = nearest_pixel(in_y, g.h), cx = nearest_pixel(in_x, g.w);
       for (I c = 0; c < g.c; ++c) emit(static_cast<std::size_t>(((base + cy) * g.w + cx) * g.c + c), from_float<T>(dy[c]));
     }
   }
@@ -171,18 +180,18 @@ D9M_HD void gather_crop_row(const Geometry& g, const float* grads, const float* 
   const Box bx = box_at(boxes, box_ind, k);
   const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
   if (outside(in_y, g.h)) return;
-  const AxisTaps ty = axis_taps(in_y);
-  if (g.bilinear ? ty.lo != iy && ty.hi != iy : static_cast<I>(roundf(in_y)) != iy) return;
+  const AxisTaps ty = axis_taps(in_y, g.h);
+  if (g.bilinear ? ty.lo != iy && ty.hi != iy : nearest_pixel(in_y, g.h) != iy) return;
   for (I x = 0; x < g.crop_w; ++x) {
     const float in_x = sample_at(bx.x1, bx.x2, g.crop_w, g.w, x);
     if (outside(in_x, g.w)) continue;
     const float* dy = grads + ((k * g.crop_h + y) * g.crop_w + x) * g.c;
     if (!g.bilinear) {
-      T* at = row + static_cast<I>(roundf(in_x)) * g.c;
+      T* at = row + nearest_pixel(in_x, g.w) * g.c;
       for (I c = c0; c < c1; ++c) at[c] = add(at[c], from_float<T>(dy[c]));
       continue;
     }
-    const AxisTaps tx = axis_taps(in_x);
+    const AxisTaps tx = axis_taps(in_x, g.w);
     T* left = row + tx.lo * g.c;
     T* right = row + tx.hi * g.c;
     for (I c = c0; c < c1; ++c) {
@@ -206,10 +215,10 @@ D9M_HD inline int rows_touched(const Geometry& g, const float* boxes, const std:
   const float in_y = sample_at(bx.y1, bx.y2, g.crop_h, g.h, y);
   if (outside(in_y, g.h)) return 0;
   if (!g.bilinear) {
-    rows[0] = static_cast<I>(roundf(in_y));
+    rows[0] = nearest_pixel(in_y, g.h);
     return 1;
   }
-  const AxisTaps ty = axis_taps(in_y);
+  const AxisTaps ty = axis_taps(in_y, g.h);
   rows[0] = ty.lo;
   rows[1] = ty.hi;
   return ty.hi == ty.lo ? 1 : 2;
@@ -241,9 +250,9 @@ struct GradBoxesTaps {
     const Box& bx = sm.box;
     const float height_ratio = g.crop_h > 1 ? static_cast<float>(g.h - 1) / static_cast<float>(g.crop_h - 1) : 0.0f;
     const float width_ratio = g.crop_w > 1 ? static_cast<float>(g.w - 1) / static_cast<float>(g.crop_w - 1) : 0.0f;
-    const I top = static_cast<I>(floorf(in_y)), bottom = static_cast<I>(ceilf(in_y));
-    const I left = static_cast<I>(floorf(in_x)), right = static_cast<I>(ceilf(in_x));
-    const float yl = in_y - static_cast<float>(top), xl = in_x - static_cast<float>(left);
+    const AxisTaps ty = axis_taps(in_y, g.h), tx = axis_taps(in_x, g.w);
+    const I top = ty.lo, bottom = ty.hi, left = tx.lo, right = tx.hi;
+    const float yl = ty.lerp, xl = tx.lerp;
     const auto kk = static_cast<std::size_t>(k);
     const float* dy = grads + px * g.c;
     const T* tl_row = image + ((bx.b * g.h + top) * g.w + left) * g.c;

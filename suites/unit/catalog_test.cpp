@@ -246,6 +246,14 @@ TEST(Catalog, ConfigNamesAreOnePathComponentNeverDotOrDotDot) {
                                 "cat.json", Registry::global()));
 }
 
+TEST(Catalog, ANulByteIsAnErrorWithAPlaceNotTheEndOfTheText) {
+  // nlohmann's parser stopped at a NUL: a catalogue with garbage after one was accepted whole.
+  const std::string good = R"({"schema": "d9m.catalog/1", "configs": [{"op": "bias_add", "name": "x", "params": {"n": 1, "h": 2, "w": 2, "c": 1}}]})";
+  EXPECT_EQ(error_of(good + std::string(1, '\0') + " not json {{{"),
+            "cat.json:1:" + std::to_string(good.size() + 1) + ": a NUL byte; JSON text has none (a binary file, or one cut and padded?)");
+  EXPECT_NE(error_of(good.substr(0, 20) + std::string(1, '\0') + good.substr(20)).find("cat.json:1:21: a NUL byte"), std::string::npos);
+}
+
 TEST(Catalog, DeepNestingIsAnErrorWithAPlaceNotAStackOverflow) {
   // 100,000 levels in the free-form "description" parsed, then overflowed the stack when the
   // catalogue's digest printed it (exit 139 from list and run).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "suites/unit/gather_geometries.h"
+#include "kernels/crop_and_resize/crop_and_resize.h"
 #include "kernels/resize/resize.h"
 #include "kernels/scatter/scatter.h"
 #include "suites/unit/kernel_harness.h"
@@ -60,6 +61,37 @@ TEST(Gather, BilinearTapsStayInsideTheImageWhereTheCoordinateRoundsUp) {
     }
   }
   EXPECT_GT(rounded_up, 0);  // the cases above do reach the rounding they are about
+}
+
+// crop_and_resize's twin of the test above: a sample at float(extent - 1), which outside() lets
+// in, is `extent` itself above 2^24 (2^24 + 3 rounds to 2^24 + 4). Its taps once reached a pixel
+// past the image: serial and the scatter forms wrote into the next row or past the output, and
+// the gather's per-row lists past their buffers (an auditor found it under ASan).
+TEST(Gather, CropTapsStayInsideTheImageWhereTheCoordinateRoundsUp) {
+  using crop_and_resize::I;
+  const I extent = (I{1} << 24) + 4;
+  const float v = static_cast<float>(extent - 1);
+  ASSERT_EQ(v, static_cast<float>(extent));  // the rounding this test is about
+  ASSERT_FALSE(crop_and_resize::outside(v, extent));
+  const crop_and_resize::AxisTaps t = crop_and_resize::axis_taps(v, extent);
+  EXPECT_LE(t.lo, t.hi);
+  EXPECT_LE(t.hi, extent - 1);
+  EXPECT_LE(crop_and_resize::nearest_pixel(v, extent), extent - 1);
+  // End to end on a 2 x (2^24 + 4) image: boxes with x1 = x2 = 1 sample column float(w - 1) on
+  // every crop pixel. Every gradient lands in the last column of its row, and gather and serial
+  // agree (the reviewer's config gave different digests before).
+  CatalogConfig cc = test::config("crop_and_resize_grad_image",
+                                  {{"batch", 1}, {"h", 2}, {"w", extent}, {"c", 1}, {"boxes", 2}, {"crop_h", 2}, {"crop_w", 2}});
+  auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+  float* boxes = inputs[1].as<float>();
+  for (int k = 0; k < 2; ++k) {
+    boxes[4 * k] = 0.0f, boxes[4 * k + 1] = 1.0f, boxes[4 * k + 2] = 1.0f, boxes[4 * k + 3] = 1.0f;  // y1 x1 y2 x2
+    inputs[2].as<std::int32_t>()[k] = 0;
+  }
+  const HostTensor serial = test::run_variant("crop_and_resize_grad_image", "cpu.serial", cc.problem, inputs);
+  EXPECT_EQ(test::digest(test::run_variant("crop_and_resize_grad_image", "cpu.gather", cc.problem, inputs, 3)), test::digest(serial));
+  for (I row = 0; row < 2; ++row) EXPECT_NE(serial.as<float>()[row * extent + extent - 1], 0.0f) << "row " << row;
+  EXPECT_EQ(serial.as<float>()[extent], 0.0f) << "a gradient of row 0 went into row 1";
 }
 
 // A scatter index out of range (never made by the fill) is dropped by every form alike: the
