@@ -32,8 +32,9 @@ struct Columns {
   std::vector<std::string> from_src;  // per column of `all`: how to read it from src (s.<name>, or its default)
 };
 
+// (trials is a table up to schema 6 and a view of trial_rows from schema 7: the same columns.)
 bool src_has_table(sqlite3* db, const std::string& table) {
-  sql::Statement s(db, "SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND name = ?");
+  sql::Statement s(db, "SELECT 1 FROM src.sqlite_master WHERE (type = 'table' OR (type = 'view' AND name = 'trials')) AND name = ?");
   s.bind(1, table);
   return s.step();
 }
@@ -128,10 +129,59 @@ std::int64_t advance_runs(sqlite3* db, const Columns& c) {
   return sqlite3_changes(db);
 }
 
+// A digest or link of main.trial_rows as the trials view shows it (hex, or the text kept).
+std::string as_shown(const std::string& column) {
+  return "CASE typeof(" + column + ") WHEN 'blob' THEN lower(hex(" + column + ")) ELSE " + column + " END";
+}
+
+// Trial rows: read through src's trials (table or view, the same columns), keyed in main by the
+// number its case row got there. Rows main has must agree, as in every other table.
+void merge_trials(sqlite3* db, const std::string& input, MergeSummary& sum) {
+  bool choice = false;
+  {
+    sql::Statement c(db, "SELECT 1 FROM pragma_table_info('trials', 'src') WHERE name = 'choice'");
+    choice = c.step();
+  }
+  const std::string src_choice = choice ? "s.choice" : "''";
+  sql::Statement range(db, "SELECT count(*) FROM src.trials s WHERE typeof(s.trial) != 'integer' OR s.trial < 0 OR s.trial > 4294967295");
+  range.step();
+  if (range.integer(0) > 0)
+    fail_usage(input + ": " + std::to_string(range.integer(0)) + " trial row(s) have a trial number outside 0 to 2^32 - 1; nothing was written");
+  const std::string joined = " FROM src.trials s JOIN main.case_runs mc ON mc.run_id = s.run_id AND mc.case_id = s.case_id";
+  sql::Statement conflict(db, "SELECT s.run_id, s.case_id, s.trial" + joined +
+                                  " JOIN main.trial_rows m ON m.id = mc.num * 4294967296 + s.trial WHERE (s.digest, s.elapsed_ns,"
+                                  " s.diff_count, s.diff_max_abs, s.diff_max_ulp, s.diff_first_index, s.chain, " + src_choice +
+                                  ") IS NOT (" + as_shown("m.digest") + ", m.elapsed_ns, m.diff_count, m.diff_max_abs, m.diff_max_ulp,"
+                                  " m.diff_first_index, " + as_shown("m.chain") + ", m.choice) LIMIT 1");
+  if (conflict.step())
+    fail_usage(input + ": conflicts with what is already merged: table trials, row (run_id=" + conflict.text(0) + ", case_id=" +
+               conflict.text(1) + ", trial=" + conflict.text(2) + ") exists with other content. Stores of the same run must not "
+               "disagree; nothing was written");
+  sql::Statement count(db, "SELECT count(*) FROM src.trials");
+  count.step();
+  sql::exec(db, "INSERT OR IGNORE INTO main.trial_rows(id, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp,"
+                " diff_first_index, chain, choice) SELECT mc.num * 4294967296 + s.trial, d9m_bytes(s.digest, 16), s.elapsed_ns,"
+                " s.diff_count, s.diff_max_abs, s.diff_max_ulp, s.diff_first_index, d9m_bytes(s.chain, 32), " + src_choice + joined);
+  const std::int64_t added = sqlite3_changes(db);
+  sum.added += added;
+  sum.present += count.integer(0) - added;
+}
+
 void merge_table(sqlite3* db, const std::string& input, const std::string& table, MergeSummary& sum) {
-  const Columns c = columns_of(db, table);
+  if (table == "trials") return merge_trials(db, input, sum);
+  Columns c = columns_of(db, table);
   const bool runs = table == "runs";
-  refuse_conflicts(db, input, table, c, runs ? kRunClosingColumns : std::set<std::string>{});
+  std::set<std::string> ignored = runs ? kRunClosingColumns : std::set<std::string>{};
+  if (table == "case_runs") {
+    // A case row's number is this file's own (trial_rows' key), not evidence: rows new to main
+    // are numbered after main's.
+    sql::Statement top(db, "SELECT coalesce(max(num), 0) FROM main.case_runs");
+    top.step();
+    for (std::size_t i = 0; i < c.all.size(); ++i)
+      if (c.all[i] == "num") c.from_src[i] = std::to_string(top.integer(0)) + " + s.rowid";
+    ignored.insert("num");
+  }
+  refuse_conflicts(db, input, table, c, ignored);
   if (runs) sum.advanced += advance_runs(db, c);
   sql::Statement count(db, "SELECT count(*) FROM src." + table);
   count.step();

@@ -47,6 +47,15 @@ Statement& Statement::bind(int i, const std::string& v) {
     fail(db_, rc, "binding " + sql_);
   return *this;
 }
+Statement& Statement::bind_static_blob(int i, const void* data, int bytes) {
+  if (int rc = sqlite3_bind_blob(stmt_, i, data, bytes, SQLITE_STATIC); rc != SQLITE_OK) fail(db_, rc, "binding " + sql_);
+  return *this;
+}
+Statement& Statement::bind_static_text(int i, const std::string& v) {
+  if (int rc = sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC); rc != SQLITE_OK)
+    fail(db_, rc, "binding " + sql_);
+  return *this;
+}
 Statement& Statement::bind_null(int i) {
   if (int rc = sqlite3_bind_null(stmt_, i); rc != SQLITE_OK) fail(db_, rc, "binding " + sql_);
   return *this;
@@ -95,6 +104,48 @@ Transaction::Transaction(sqlite3* db) : db_(db) { exec(db, "BEGIN IMMEDIATE"); }
 
 Transaction::~Transaction() {
   if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);  // never throws
+}
+
+namespace {
+// Each byte's value as a lower-case hex digit, or 16 (a table: this runs twice per trial row).
+struct HexDigits {
+  unsigned char value[256];
+  constexpr HexDigits() : value() {
+    for (int c = 0; c < 256; ++c) value[c] = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 16;
+  }
+};
+constexpr HexDigits kHexDigits;
+}  // namespace
+
+bool hex_bytes(const char* hex, std::size_t length, unsigned char* out, std::size_t n) {
+  if (length != 2 * n) return false;
+  unsigned bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned hi = kHexDigits.value[static_cast<unsigned char>(hex[2 * i])];
+    const unsigned lo = kHexDigits.value[static_cast<unsigned char>(hex[2 * i + 1])];
+    bad |= (hi | lo) & 16;
+    out[i] = static_cast<unsigned char>(hi << 4 | (lo & 15));
+  }
+  return bad == 0;
+}
+
+namespace {
+void d9m_bytes(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const sqlite3_int64 n = sqlite3_value_int64(argv[1]);
+  if (sqlite3_value_type(argv[0]) == SQLITE_TEXT && n > 0 && n <= 64) {
+    const char* text = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+    unsigned char bytes[64];
+    if (text && hex_bytes(text, static_cast<std::size_t>(sqlite3_value_bytes(argv[0])), bytes, static_cast<std::size_t>(n)))
+      return sqlite3_result_blob(ctx, bytes, static_cast<int>(n), SQLITE_TRANSIENT);
+  }
+  sqlite3_result_value(ctx, argv[0]);
+}
+}  // namespace
+
+void register_functions(sqlite3* db) {
+  const int rc = sqlite3_create_function_v2(db, "d9m_bytes", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, nullptr,
+                                            d9m_bytes, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, "registering d9m_bytes");
 }
 
 void Transaction::commit() {

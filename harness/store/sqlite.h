@@ -3,6 +3,7 @@
 #pragma once
 #include <sqlite3.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +32,9 @@ class Statement {
   Statement& bind(int i, double v);
   Statement& bind(int i, const std::string& v);
   Statement& bind_null(int i);
+  // Bytes SQLite does not copy: they must stay as they are until the statement is reset.
+  Statement& bind_static_blob(int i, const void* data, int bytes);
+  Statement& bind_static_text(int i, const std::string& v);
   template <class T> Statement& bind(int i, const std::optional<T>& v) {
     return v ? bind(i, *v) : bind_null(i);
   }
@@ -49,6 +53,16 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
   std::string sql_;
 };
+
+// Registers d9m's SQL functions on a connection (what migrating and merging need to write
+// schema 7's byte columns; the schema's own views and triggers use none, so any SQLite tool can
+// read and edit a store): d9m_bytes(value, n) is the n bytes a string of 2n lower-case hex digits
+// spells, and the value itself for anything else (kept, not lost).
+void register_functions(sqlite3* db);
+
+// The n bytes that exactly 2n lower-case hex digits spell, into out; false (out unspecified) for
+// anything else. The one definition of which digests and links schema 7 stores as bytes.
+bool hex_bytes(const char* hex, std::size_t length, unsigned char* out, std::size_t n);
 
 // Executes SQL without results; throws sql::Error naming the statement.
 void exec(sqlite3* db, const std::string& sql);

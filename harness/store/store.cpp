@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <exception>
+#include <system_error>
+#include <thread>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -163,6 +168,122 @@ bool Store::close_run(const std::string& run_id, const ChainState& chain, const 
   return true;
 }
 
+namespace {
+
+// A case's trial links, computed in order. With many trials, on a thread of its own: SQLite
+// inserts row i while the chain hashes row i + k (the chain is sequential, the two are not), so a
+// row costs the larger of the two instead of their sum (docs/PERFORMANCE.md, "Store").
+class TrialLinks {
+ public:
+  static constexpr std::size_t kThreadFrom = 256;  // below this a thread costs more than it saves
+
+  TrialLinks(const std::string& run_id, const std::string& case_id, const std::vector<TrialRecord>& trials, std::string start)
+      : run_id_(run_id), case_id_(case_id), trials_(trials), links_(trials.size()), bytes_(trials.size()), start_(std::move(start)) {
+    if (trials.size() >= kThreadFrom) {
+      try {
+        worker_ = std::thread([this] { compute(); });
+        return;
+      } catch (const std::system_error&) {  // no thread to be had: compute them here
+      }
+    }
+    compute();
+  }
+  ~TrialLinks() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (worker_.joinable()) worker_.join();
+  }
+  TrialLinks(const TrialLinks&) = delete;
+  TrialLinks& operator=(const TrialLinks&) = delete;
+
+  // Link i (SHA-256 hex), and its 32 bytes, once computed; rethrows what stopped the computation.
+  const std::string& at(std::size_t i) {
+    while (done_.load(std::memory_order_acquire) <= i) {
+      if (failed_.load(std::memory_order_acquire)) {
+        if (worker_.joinable()) worker_.join();
+        std::rethrow_exception(error_);
+      }
+      std::this_thread::yield();
+    }
+    return links_[i];
+  }
+  const unsigned char* bytes(std::size_t i) {
+    at(i);
+    return bytes_[i].data();
+  }
+
+ private:
+  void compute() {
+    try {
+      const std::string* previous = &start_;
+      for (std::size_t i = 0; i < trials_.size() && !stop_.load(std::memory_order_relaxed); ++i) {
+        links_[i] = Store::chain_link(*previous, Store::canonical_trial(run_id_, case_id_, trials_[i]));
+        if (!sql::hex_bytes(links_[i].data(), links_[i].size(), bytes_[i].data(), 32)) fail_internal("a chain link that is not SHA-256 hex");
+        previous = &links_[i];
+        done_.store(i + 1, std::memory_order_release);
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  const std::string& run_id_;
+  const std::string& case_id_;
+  const std::vector<TrialRecord>& trials_;
+  std::vector<std::string> links_;
+  std::vector<std::array<unsigned char, 32>> bytes_;
+  const std::string start_;
+  std::atomic<std::size_t> done_{0};
+  std::atomic<bool> stop_{false}, failed_{false};
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+constexpr int kTrialColumns = 9;
+
+std::string trial_insert_sql(std::size_t rows) {
+  std::string sql = "INSERT INTO trial_rows(id, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index,"
+                    " chain, choice) VALUES ";
+  for (std::size_t r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+  return sql;
+}
+
+}  // namespace
+
+void Store::insert_trials(std::int64_t num, const std::string& run_id, const std::string& case_id,
+                          const std::vector<TrialRecord>& trials, std::string& last) {
+  if (trials.empty()) return;
+  if (!insert_one_) {
+    insert_one_ = std::make_unique<sql::Statement>(db_, trial_insert_sql(1));
+    insert_many_ = std::make_unique<sql::Statement>(db_, trial_insert_sql(kTrialRowsPerInsert));
+  }
+  // A statement a failed write left stepped cannot be bound again until reset.
+  insert_one_->reset();
+  insert_many_->reset();
+  TrialLinks links(run_id, case_id, trials, last);
+  // The digests' bytes bound to one statement (SQLite reads them when it steps).
+  unsigned char digests[kTrialRowsPerInsert][16];
+  for (std::size_t i = 0; i < trials.size();) {
+    const std::size_t rows = trials.size() - i >= kTrialRowsPerInsert ? kTrialRowsPerInsert : 1;
+    sql::Statement& ins = rows == 1 ? *insert_one_ : *insert_many_;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const TrialRecord& t = trials[i + r];
+      if (t.trial < 0 || t.trial >= kTrialKeySpan) fail_internal("trial number " + std::to_string(t.trial) + " out of range");
+      const int p = static_cast<int>(r) * kTrialColumns;
+      ins.bind(p + 1, num * kTrialKeySpan + t.trial);
+      if (sql::hex_bytes(t.digest.data(), t.digest.size(), digests[r], 16)) ins.bind_static_blob(p + 2, digests[r], 16);
+      else ins.bind_static_text(p + 2, t.digest);  // not d9m-digest-v1 hex: kept as it came
+      ins.bind(p + 3, t.elapsed_ns);
+      if (t.diff)  // (the diff columns stay NULL otherwise: run() clears every binding)
+        ins.bind(p + 4, t.diff->count).bind(p + 5, t.diff->max_abs).bind(p + 6, t.diff->max_ulp).bind(p + 7, t.diff->first_index);
+      ins.bind_static_blob(p + 8, links.bytes(i + r), 32);
+      ins.bind_static_text(p + 9, t.choice);
+    }
+    ins.run();
+    i += rows;
+  }
+  last = links.at(trials.size() - 1);
+}
+
 void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,
                      const std::vector<TrialRecord>& trials, const std::vector<TraceRecord>& trace) {
   try {
@@ -178,28 +299,23 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     ChainState chain = known != chains_.end() ? known->second : stored_chain(db_, run_id);
     const std::int64_t seq = chain.next_seq++;
     chain.last = chain_link(chain.last, canonical_case_run(run_id, c.id, seq, cr));
+    // The row's number in this file (schema 7): its trials' key range.
+    sql::Statement next(db_, "SELECT coalesce(max(num), 0) + 1 FROM case_runs");
+    next.step();
+    const std::int64_t num = next.integer(0);
+    // num * 2^32 + trial must fit in 63 bits; only an edit numbers rows so high.
+    if (num < 1 || num > kMaxCaseRowNumber)
+      fail_environment(path_ + ": case row numbers have run out (case_runs.num reaches " + std::to_string(num - 1) +
+                       "; the store was edited: `d9m verify` shows it)");
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance, num)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
         .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
         .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).bind(13, seq)
-        .bind(14, chain.last).bind(15, cr.role).bind(16, cr.invariance).run();
-    sql::Statement ins(db_,
-                       "INSERT INTO trials(run_id, case_id, trial, digest, elapsed_ns, diff_count, diff_max_abs,"
-                       " diff_max_ulp, diff_first_index, chain, choice) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-    for (const auto& t : trials) {
-      chain.last = chain_link(chain.last, canonical_trial(run_id, c.id, t));
-      ins.bind(1, run_id).bind(2, c.id).bind(3, t.trial).bind(4, t.digest).bind(5, t.elapsed_ns);
-      if (t.diff) {
-        ins.bind(6, t.diff->count).bind(7, t.diff->max_abs).bind(8, t.diff->max_ulp).bind(9, t.diff->first_index);
-      } else {
-        ins.bind_null(6).bind_null(7).bind_null(8).bind_null(9);
-      }
-      ins.bind(10, chain.last).bind(11, t.choice);
-      ins.run();
-    }
+        .bind(14, chain.last).bind(15, cr.role).bind(16, cr.invariance).bind(17, num).run();
+    insert_trials(num, run_id, c.id, trials, chain.last);
     if (!trace.empty()) {
       sql::Statement tr(db_,
                         "INSERT INTO trace(run_id, case_id, trial, step, position, name, op, variant, inputs, digest, diff_count,"

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +17,12 @@
 #include "harness/core/evidence.h"
 #include "harness/core/fingerprint.h"
 #include "harness/store/run_lease.h"
+#include "harness/store/sqlite.h"
 
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 6;
+inline constexpr int kStoreSchemaVersion = 7;
 
 struct TrialRecord {
   std::int64_t trial = 0;
@@ -99,7 +101,8 @@ class Store {
   Store(Store&& o) noexcept
       : db_(o.db_), path_(std::move(o.path_)), lease_key_(std::move(o.lease_key_)), dev_(o.dev_), ino_(o.ino_), schema_(o.schema_),
         notice_(std::move(o.notice_)),
-        chains_(std::move(o.chains_)), leases_(std::move(o.leases_)) {
+        chains_(std::move(o.chains_)), leases_(std::move(o.leases_)), insert_one_(std::move(o.insert_one_)),
+        insert_many_(std::move(o.insert_many_)) {
     o.db_ = nullptr;
   }
   Store& operator=(Store&&) = delete;
@@ -176,6 +179,9 @@ class Store {
   // Sets the closing facts of a running run and its root, and records them in the manifest, in
   // the caller's transaction. False when the run is not (or no longer) running.
   bool close_run(const std::string& run_id, const ChainState& chain, const std::string& state);
+  // A case's trial rows into trial_rows (schema 7) under case row `num`, chained on from `last`.
+  void insert_trials(std::int64_t num, const std::string& run_id, const std::string& case_id,
+                     const std::vector<TrialRecord>& trials, std::string& last);
   sqlite3* db_;
   std::string path_;
   // The store's real path (symlinks resolved): leases belong to the file, whatever name a
@@ -187,7 +193,15 @@ class Store {
   std::string notice_;
   std::map<std::string, ChainState> chains_;  // runs this process writes
   std::map<std::string, RunLease> leases_;    // their leases, held until they finish
+  // trial_rows' inserts, prepared once: one row, and kTrialRowsPerInsert rows per statement.
+  std::unique_ptr<sql::Statement> insert_one_, insert_many_;
 };
+
+// Trial rows per INSERT statement (schema 7): SQLite's per-statement cost, shared by 64 rows.
+inline constexpr std::size_t kTrialRowsPerInsert = 64;
+// 2^32: trial_rows.id is case_runs.num * kTrialKeySpan + trial.
+inline constexpr std::int64_t kTrialKeySpan = std::int64_t{1} << 32;
+inline constexpr std::int64_t kMaxCaseRowNumber = (std::int64_t{1} << 31) - 1;
 
 std::string utc_now();          // ISO 8601, seconds, "Z"
 std::string random_run_id();    // 32 hex digits from the OS's random source

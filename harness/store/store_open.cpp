@@ -111,6 +111,61 @@ void migrate_5_to_6(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = 6");
 }
 
+// The results view as the schema file declares it (its last statement).
+std::string results_view() {
+  const std::string& all = embedded::store_schema_sql();
+  const auto b = all.find("CREATE VIEW results AS");
+  if (b == std::string::npos) fail_internal("the store schema has no results view");
+  return all.substr(b);
+}
+
+// Schema 6 -> 7: trial rows move to trial_rows, keyed by the case row's number in this file with
+// the digest and link as bytes (every row kept: a value that is not the hex d9m writes stays as
+// it was), and `trials` becomes a view that shows them as before. Traces lose their foreign key
+// into trials (a view cannot be one's parent; verify checks it instead). The hash chains cover
+// the rows as the view shows them, so every link stays valid.
+void migrate_6_to_7(sqlite3* db, const std::string& path) {
+  {
+    // Rows schema 7 cannot key: no case row to number them by, or a trial number outside 0..2^32-1.
+    // Only an edit makes them (schema 6's foreign key and d9m's writer do not); refusing keeps them.
+    sql::Statement bad(db, "SELECT count(*) FROM trials t WHERE typeof(t.trial) != 'integer' OR t.trial < 0 OR t.trial > 4294967295"
+                           " OR NOT EXISTS (SELECT 1 FROM case_runs cr WHERE cr.run_id = t.run_id AND cr.case_id = t.case_id)");
+    bad.step();
+    if (bad.integer(0) > 0)
+      fail_environment(path + ": holds " + std::to_string(bad.integer(0)) + " trial row(s) that belong to no case row or have a "
+                       "trial number outside 0 to 2^32 - 1 (the store was edited: `d9m verify` shows it). Schema 7 cannot keep "
+                       "such rows, so the store is not migrated and stays as it was; it can still be read (`d9m report`, `d9m verify`)");
+  }
+  sql::exec(db, "DROP VIEW IF EXISTS results");
+  std::string trace = schema_block(6, "traces");
+  const auto create = trace.find("CREATE TABLE trace (");
+  if (create == std::string::npos) fail_internal("the store schema's trace block has no trace table");
+  trace.replace(create, std::string("CREATE TABLE trace (").size(), "CREATE TABLE trace_schema7 (");
+  const std::string columns = "run_id, case_id, trial, step, position, name, op, variant, inputs, digest, diff_count, diff_max_abs,"
+                              " diff_max_ulp, diff_first_index, chain";
+  sql::exec(db, trace);
+  sql::exec(db, "INSERT INTO trace_schema7 (" + columns + ") SELECT " + columns + " FROM trace");
+  sql::exec(db, "DROP TABLE trace; ALTER TABLE trace_schema7 RENAME TO trace");
+  sql::exec(db, "ALTER TABLE case_runs ADD COLUMN num INTEGER NOT NULL DEFAULT 0");
+  sql::exec(db, "UPDATE case_runs SET num = rowid");
+  sql::exec(db, "ALTER TABLE trials RENAME TO trials_schema6");
+  sql::exec(db, schema_block(7, "compact trials"));
+  sql::exec(db, "INSERT INTO trial_rows(id, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice)"
+                " SELECT cr.num * 4294967296 + t.trial, d9m_bytes(t.digest, 16), t.elapsed_ns, t.diff_count, t.diff_max_abs,"
+                " t.diff_max_ulp, t.diff_first_index, d9m_bytes(t.chain, 32), t.choice"
+                " FROM trials_schema6 t JOIN case_runs cr ON cr.run_id = t.run_id AND cr.case_id = t.case_id");
+  {
+    sql::Statement copied(db, "SELECT (SELECT count(*) FROM trials_schema6), (SELECT count(*) FROM trial_rows)");
+    copied.step();
+    if (copied.integer(0) != copied.integer(1))
+      fail_internal("migrating to schema 7 copied " + std::to_string(copied.integer(1)) + " of " +
+                    std::to_string(copied.integer(0)) + " trial rows");
+  }
+  sql::exec(db, "DROP TABLE trials_schema6");
+  sql::exec(db, results_view());
+  sql::exec(db, "PRAGMA user_version = 7");
+}
+
 // WAL needs shared memory that every process of the store sees coherently; network file systems
 // do not give that (https://www.sqlite.org/wal.html, "WAL does not work over a network
 // filesystem"), so a store there could be silently corrupted. The magic numbers are statfs(2)'s.
@@ -241,6 +296,11 @@ Store Store::open(const std::string& path, Mode mode) {
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 60'000);
   int schema = 0;
+  try {
+    sql::register_functions(db);
+  } catch (const sql::Error& e) {
+    refuse(describe_sqlite_failure(e));
+  }
 
   try {
     // Everything below only reads until the file is known to be a d9m store of a schema this
@@ -305,8 +365,11 @@ void Store::migrate() {
   bool migrated = false;
   try {
     sql::Transaction tx(db_);
-    sql::Statement v(db_, "PRAGMA user_version");
-    const std::int64_t now = v.step() ? v.integer(0) : 0;
+    std::int64_t now = 0;
+    {  // (a statement left open would lock the tables the steps below drop)
+      sql::Statement v(db_, "PRAGMA user_version");
+      if (v.step()) now = v.integer(0);
+    }
     if (now == 1) {
       sql::exec(db_, "ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT ''");
       sql::exec(db_, "ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0");
@@ -329,10 +392,17 @@ void Store::migrate() {
       migrate_5_to_6(db_);
       migrated = true;
     }
+    if (now >= 1 && now <= 6) {
+      migrate_6_to_7(db_, path_);
+      migrated = true;
+    }
     tx.commit();
   } catch (const sql::Error& e) {
     fail_environment(path_ + ": migrating from schema " + std::to_string(from) + " failed: " + describe_sqlite_failure(e) +
                      "; the store is unchanged (backup: " + backup + ")");
+  } catch (const Error&) {  // refused (the store unchanged, so its backup is not needed)
+    std::remove(backup.c_str());
+    throw;
   }
   if (migrated) {
     notice_ = path_ + ": migrated from schema " + std::to_string(from) + " to " + std::to_string(kStoreSchemaVersion) +
@@ -383,6 +453,9 @@ void Store::check_not_replaced() const {
 }
 
 Store::~Store() {
+  // Statements first: SQLite does not close a connection that still has some.
+  insert_one_.reset();
+  insert_many_.reset();
   if (db_) sqlite3_close(db_);
 }
 

@@ -4,11 +4,19 @@
 #include <set>
 
 #include "harness/core/digest.h"
+#include "harness/core/embedded.h"
+#include "harness/core/error.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
 
 namespace {
+
+bool is_table(sqlite3* db, const std::string& name) {
+  sql::Statement t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  t.bind(1, name);
+  return t.step();
+}
 
 void check_sqlite(sqlite3* db, VerifyReport& v) {
   sql::Statement ic(db, "PRAGMA integrity_check");
@@ -23,7 +31,9 @@ void check_sqlite(sqlite3* db, VerifyReport& v) {
 // neither the chains nor any report could see.
 void check_storage_types(sqlite3* db, VerifyReport& v) {
   static const std::map<std::string, std::string> kStored = {{"INTEGER", "integer"}, {"TEXT", "text"}, {"REAL", "real"}};
-  for (const std::string table : {"fingerprints", "runs", "cases", "case_runs", "trials", "trace", "manifest", "manifest_origin"}) {
+  for (const std::string table :
+       {"fingerprints", "runs", "cases", "case_runs", "trials", "trial_rows", "trace", "manifest", "manifest_origin"}) {
+    if (!is_table(db, table)) continue;  // a table an older schema lacks, or (schema 7) the trials view
     std::vector<std::pair<std::string, std::string>> columns;
     {
       sql::Statement c(db, "SELECT name, upper(type) FROM pragma_table_info(?)");
@@ -31,7 +41,7 @@ void check_storage_types(sqlite3* db, VerifyReport& v) {
       while (c.step())
         if (kStored.count(c.text(1))) columns.emplace_back(c.text(0), c.text(1));
     }
-    if (columns.empty()) continue;  // a table an older schema lacks
+    if (columns.empty()) continue;
     std::string counts;  // one scan of the table counts every column's misfits
     for (const auto& [name, type] : columns)
       counts += std::string(counts.empty() ? "" : ", ") + "coalesce(sum(typeof(\"" + name + "\") NOT IN ('" + kStored.at(type) +
@@ -42,6 +52,60 @@ void check_storage_types(sqlite3* db, VerifyReport& v) {
       if (const std::int64_t bad = n.integer(static_cast<int>(i)); bad > 0)
         v.problems.push_back(table + "." + columns[i].first + ": " + std::to_string(bad) + " row(s) hold a value that is not " +
                              columns[i].second + " (an edit d9m's readers would not see)");
+  }
+}
+
+// Schema 7's trial_rows: each row keyed into a case row that exists, its digest and link either
+// the bytes d9m writes or text kept as it came (never another type, nor bytes of another length),
+// every case row numbered, and every trace row's trial stored. (Up to schema 6, foreign keys said
+// the first and the last; a key computed from a number cannot be one.)
+void check_trial_rows(sqlite3* db, VerifyReport& v) {
+  if (!is_table(db, "trial_rows")) return;
+  sql::Statement n(db, "SELECT"
+                       " (SELECT count(*) FROM trial_rows t WHERE NOT EXISTS (SELECT 1 FROM case_runs cr WHERE cr.num = t.id >> 32)"
+                       "   OR t.id < 0),"
+                       " (SELECT count(*) FROM trial_rows WHERE NOT (typeof(digest) = 'text' OR (typeof(digest) = 'blob' AND length(digest) = 16))),"
+                       " (SELECT count(*) FROM trial_rows WHERE NOT (typeof(chain) = 'text' OR (typeof(chain) = 'blob' AND length(chain) = 32))),"
+                       " (SELECT count(*) FROM case_runs WHERE typeof(num) != 'integer' OR num < 1 OR num > 2147483647),"
+                       " (SELECT count(*) FROM trace r WHERE NOT EXISTS (SELECT 1 FROM case_runs cr JOIN trial_rows t"
+                       "   ON t.id = cr.num * 4294967296 + r.trial WHERE cr.run_id = r.run_id AND cr.case_id = r.case_id))");
+  if (!n.step()) return;
+  const char* const what[] = {
+      "belong to no case row (their key names a case row number that does not exist)",
+      "hold a digest that is neither its 16 bytes nor text",
+      "hold a chain link that is neither its 32 bytes nor text",
+  };
+  for (int i = 0; i < 3; ++i)
+    if (n.integer(i) > 0) v.problems.push_back("trial_rows: " + std::to_string(n.integer(i)) + " row(s) " + what[i]);
+  if (n.integer(3) > 0)
+    v.problems.push_back("case_runs: " + std::to_string(n.integer(3)) + " row(s) without a row number (num) from 1 to 2^31 - 1, so no trials");
+  if (n.integer(4) > 0)
+    v.problems.push_back("trace: " + std::to_string(n.integer(4)) + " row(s) of a trial that is not stored (a trial deleted?)");
+}
+
+// Schema 7's readers read trial rows through the trials view: it and its triggers must be d9m's
+// own, as the schema file defines them (a view redefined could show the readers other rows than
+// the table holds; a changed trigger could route edits elsewhere).
+void check_trials_view(sqlite3* db, VerifyReport& v) {
+  if (!is_table(db, "trial_rows")) return;
+  sqlite3* ref = nullptr;
+  std::map<std::string, std::string> want;
+  if (sqlite3_open(":memory:", &ref) == SQLITE_OK) {
+    try {
+      sql::exec(ref, embedded::store_schema_sql());
+      sql::Statement d(ref, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'trials'");
+      while (d.step()) want[d.text(0)] = d.text(1);
+    } catch (const sql::Error&) {
+    }
+  }
+  sqlite3_close(ref);
+  if (want.empty()) fail_internal("the store schema's trials view cannot be instantiated");
+  sql::Statement have(db, "SELECT name, sql FROM sqlite_master WHERE name = ?");
+  for (const auto& [name, definition] : want) {
+    have.bind(1, name);
+    if (!have.step()) v.problems.push_back("schema: " + name + " is missing (d9m's readers read trial rows through it)");
+    else if (have.text(1) != definition) v.problems.push_back("schema: " + name + " is not d9m's definition (redefined)");
+    have.reset();
   }
 }
 
@@ -343,6 +407,8 @@ VerifyReport verify_store(const Store& store) {
     check_sqlite(db, v);
     check_storage_types(db, v);
     check_content_addressed(db, v);
+    check_trial_rows(db, v);
+    check_trials_view(db, v);
     const std::vector<RunFacts> runs = read_run_facts(db);
     v.runs = static_cast<std::int64_t>(runs.size());
     note_run_states(store, runs, v);

@@ -80,19 +80,19 @@ def verify(sql):
     c.close()
     return subprocess.run([d9m, "verify", "--db", "t.sqlite"], capture_output=True).returncode
 db = sqlite3.connect(pristine)
-tables = ["fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"]
+tables = ["fingerprints", "runs", "cases", "case_runs", "trial_rows", "manifest", "manifest_origin"]  # as stored: the trials view shows trial_rows
 missed, tried = [], 0
 for t in tables:
     cols = [r[1] for r in db.execute(f"pragma table_info({t})")]
     for row in db.execute(f"select {', '.join(cols)} from {t}").fetchall():
-        where = " AND ".join(f"{c} IS {'NULL' if v is None else repr(v) if isinstance(v, str) else v}" for c, v in zip(cols, row))
+        where = " AND ".join(f"{c} IS {'NULL' if v is None else repr(v) if isinstance(v, str) else f'X{v.hex()!r}' if isinstance(v, bytes) else v}" for c, v in zip(cols, row))
         edits = [] if t == "manifest_origin" else [
             f"UPDATE {t} SET {c} = " + ("1" if v is None else f"{c} + 1000" if isinstance(v, int) else f"{c} + 0.5" if isinstance(v, float) else f"{c} || 'x'") + f" WHERE {where}"
             for c, v in zip(cols, row)]
         # the same value as d9m reads it, stored as another type (2.25 reads as 2, a BLOB as its text)
         retypes = [] if t == "manifest_origin" else [
             f"UPDATE {t} SET {c} = " + (f"{c} + 0.25" if isinstance(v, int) else f"CAST({c} AS BLOB)") + f" WHERE {where}"
-            for c, v in zip(cols, row) if isinstance(v, (int, str))]
+            for c, v in zip(cols, row) if isinstance(v, (int, str)) and (t, c) != ("trial_rows", "id")]  # a rowid is only ever an integer
         for s in edits + retypes + [f"DELETE FROM {t} WHERE {where}"]:
             tried += 1
             if verify(s) != 1: missed.append(s)
@@ -100,6 +100,7 @@ forged = ["INSERT INTO fingerprints VALUES ('44136fa355b3678a1146ad16f7e8649e94f
           "INSERT INTO runs SELECT '" + "9" * 32 + "', fingerprint_id, state, started_at, finished_at, host, gpu_uuids, d9m_version, d9m_commit, catalog_digest, trials_per_case, threads, arguments, chain_root, plan_digest, resumes, chain_version FROM runs LIMIT 1",
           "INSERT INTO cases SELECT '" + "f" * 64 + "', op, variant, backend, config, config_id, params, seed, input_digest, output_dtype, output_shape, dtype, math FROM cases LIMIT 1",
           "INSERT INTO trials SELECT run_id, case_id, 2, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice FROM trials WHERE trial = 1 LIMIT 1",
+          "INSERT INTO trial_rows SELECT id + 1, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice FROM trial_rows WHERE id % 4294967296 = 1 LIMIT 1",
           "INSERT INTO manifest SELECT '" + "f" * 64 + "', link, origin, seq + 1, at, event, run_id, detail FROM manifest ORDER BY seq DESC LIMIT 1",
           "INSERT INTO manifest_origin VALUES ('" + "0" * 32 + "')"]
 for s in forged:

@@ -134,7 +134,9 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
-const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trials", "manifest", "manifest_origin"};
+// The tables as stored: from schema 7 the trials view shows trial_rows, which is what an attacker
+// edits (edits through the view land there too).
+const char* const kTables[] = {"fingerprints", "runs", "cases", "case_runs", "trial_rows", "manifest", "manifest_origin"};
 
 TEST_F(IntegrityTest, EveryEditOfEveryColumnOfEveryRowOfEveryTableIsCaught) {
   const std::string p = make_store("s.sqlite");
@@ -164,9 +166,13 @@ TEST_F(IntegrityTest, EveryEditOfEveryColumnOfEveryRowOfEveryTableIsCaught) {
         const std::string retype = "UPDATE " + table + " SET " + col + " = CASE typeof(" + col + ") WHEN 'integer' THEN " + col +
                                    " + 0.25 WHEN 'text' THEN CAST(" + col + " AS BLOB) ELSE " + col + " END WHERE " + where;
         for (const auto& e : {edit, retype}) {
+          // A case row's number is this file's key for its trial rows, not evidence (merge renumbers
+          // it): moved to a free number with no trial rows to take along, nothing changes.
+          if (e == edit && table == "case_runs" && col == "num" && where.find(" trials IS 0 ") != std::string::npos) continue;
           if (e == retype) {
             const std::string type = type_of(p, pristine, table, col, where);
             if (type != "integer" && type != "text") continue;  // NULL stays NULL, REAL stays REAL
+            if (table == "trial_rows" && col == "id") continue;  // the rowid: SQLite stores nothing but an integer there
           }
           if (problems_after(p, pristine, e).empty()) missed.push_back(e);
           ++checked;
@@ -210,9 +216,16 @@ TEST_F(IntegrityTest, AForgedRowInEveryTableIsCaught) {
       "INSERT INTO cases SELECT " + forged_id + ", op, 'cpu.forged', backend, config, config_id, params, seed, input_digest,"
           " output_dtype, output_shape, dtype, math FROM cases LIMIT 1; INSERT INTO case_runs SELECT " + a + ", " + forged_id +
           ", status, detail, claim_determinism, claim_source, claim_reason, claim_bit_equal_to, 0, 0, median_ns, min_ns,"
-          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role, invariance FROM case_runs WHERE run_id = " + b + " AND seq = 2",
+          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role, invariance, (SELECT max(num) + 1 FROM case_runs)"
+          " FROM case_runs WHERE run_id = " + b + " AND seq = 2",
       "INSERT INTO trials SELECT run_id, case_id, 3, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index,"
           " chain, choice FROM trials WHERE run_id = " + a + " AND trial = 1 LIMIT 1",
+      // the same, as stored: a copy of a trial row keyed one trial further
+      "INSERT INTO trial_rows SELECT id + 2, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain,"
+          " choice FROM trial_rows WHERE id % 4294967296 = 1 LIMIT 1",
+      // a trial row keyed into no case row
+      "INSERT INTO trial_rows SELECT id + 1000 * 4294967296, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp,"
+          " diff_first_index, chain, choice FROM trial_rows LIMIT 1",
       "INSERT INTO manifest SELECT " + forged_id + ", link, origin, seq + 1, at, event, run_id, detail FROM manifest"
           " ORDER BY seq DESC LIMIT 1",
       "INSERT INTO manifest_origin VALUES ('00000000000000000000000000000000')",

@@ -4,14 +4,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/store/merge.h"
 #include "harness/core/catalog.h"
 #include "harness/core/fingerprint.h"
+#include "harness/report/report.h"
 #include "harness/report/results.h"
 #include "harness/exec/runner.h"
 #include "harness/store/run_lease.h"
@@ -39,6 +43,96 @@ class StoreReliabilityTest : public test::ScratchDirTest {
     return st.step() ? st.integer(0) : -1;
   }
 };
+
+// Every trial row as the trials table (schema 1-6) or view (schema 7) shows it, in key order: one
+// SHA-256 over all of them (a choice is '' where a schema before 5 has none).
+std::string trial_rows_digest(const Store& s) {
+  sql::Statement t(s.db(), "SELECT run_id, case_id, trial, digest, elapsed_ns, quote(diff_count), quote(diff_max_abs),"
+                           " quote(diff_max_ulp), quote(diff_first_index), chain, " +
+                               std::string(s.schema_version() >= 5 ? "choice" : "''") + " FROM trials ORDER BY run_id, case_id, trial");
+  std::string all;
+  while (t.step())
+    for (int c = 0; c < 11; ++c) all += t.text(c) + (c == 10 ? "\n" : "|");
+  return sha256_hex(all);
+}
+
+// The JSON report of a store without what names the file and the moment (its path, when it was
+// rendered, and the evidence digest, which a schema-2 store gains a manifest for on migrating).
+std::string report_of(const Store& s) {
+  const ReportData d = load_report_data(s);
+  nlohmann::json j = nlohmann::json::parse(render_json(d, build_status_model(d)));
+  for (const char* k : {"store", "generated_at", "evidence"}) j.erase(k);
+  return j.dump(1);
+}
+
+// The H100 audit's store as committed (2026-11-23, written at schema 2): migrated to schema 7 it
+// verifies, keeps every chain root, shows every trial row as before, and reports the same; merged
+// into a new store, the same again. (Its evidence digest changes once, by design: migrating to
+// schema 3 records its runs in a manifest. xz: the store is committed compressed.)
+TEST_F(StoreReliabilityTest, TheCommittedH100StoreMigratesToSchema7WithEveryRowAndReportTheSame) {
+  const std::string p = path("h100.sqlite");
+  const std::string xz = test::source_path("reports/h100-2026-11-23/d9m.sqlite.xz");
+  ASSERT_EQ(std::system(("xz -dc '" + xz + "' > '" + p + "'").c_str()), 0) << "cannot unpack " << xz;
+  VerifyReport before;
+  std::string rows_before, report_before;
+  std::int64_t trials = 0;
+  {
+    const Store s = Store::open(p, Store::Mode::read_only);
+    ASSERT_EQ(s.schema_version(), 2);
+    before = verify_store(s);
+    ASSERT_TRUE(before.problems.empty()) << before.problems.front();
+    rows_before = trial_rows_digest(s);
+    trials = count(s, "SELECT count(*) FROM trials");
+    report_before = report_of(s);
+  }
+  ASSERT_GT(trials, 10000);
+  auto same = [&](const Store& s, const std::string& what) {
+    const VerifyReport v = verify_store(s);
+    EXPECT_TRUE(v.problems.empty()) << what << ": " << (v.problems.empty() ? "" : v.problems.front());
+    EXPECT_EQ(v.chain_roots, before.chain_roots) << what;
+    EXPECT_EQ(v.trials, before.trials) << what;
+    EXPECT_EQ(trial_rows_digest(s), rows_before) << what << ": a trial row changed";
+    EXPECT_EQ(count(s, "SELECT count(*) FROM trial_rows WHERE typeof(digest) = 'blob' AND typeof(chain) = 'blob'"), trials) << what;
+    EXPECT_EQ(report_of(s), report_before) << what << ": the report changed";
+  };
+  {
+    const Store s = Store::open(p, Store::Mode::read_write);
+    EXPECT_EQ(s.schema_version(), 7);
+    EXPECT_NE(s.notice().find("migrated from schema 2 to 7"), std::string::npos) << s.notice();
+    same(s, "migrated");
+  }
+  const std::string merged = path("merged.sqlite");
+  merge_stores(merged, {p + ".schema2-backup"});
+  const Store m = Store::open(merged, Store::Mode::read_only);
+  same(m, "merged from the store as committed");
+}
+
+// Trial rows schema 7 cannot key (an edited store: their case row deleted) are not dropped by the
+// migration: it is refused, the store stays as it was with no backup left, and it still reads.
+TEST_F(StoreReliabilityTest, AMigrationThatWouldDropTrialRowsIsRefusedAndChangesNothing) {
+  const std::string p = path("old.sqlite");
+  fs::copy_file(kSchema1Store, p);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    sql::exec(db, "PRAGMA foreign_keys = OFF; DELETE FROM case_runs WHERE rowid = (SELECT min(rowid) FROM case_runs)");
+    sqlite3_close(db);
+  }
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  const std::string before = contents(p);
+  try {
+    Store::open(p, Store::Mode::read_write);
+    ADD_FAILURE() << "migrated a store whose trial rows it would drop";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::environment);
+    EXPECT_NE(std::string(e.what()).find("holds 3 trial row(s) that belong to no case row"), std::string::npos) << e.what();
+  }
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  EXPECT_EQ(contents(p), before);
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().string().find("backup"), std::string::npos) << e.path();
+  const Store s = Store::open(p, Store::Mode::read_only);
+  EXPECT_FALSE(verify_store(s).problems.empty());
+}
 
 TEST_F(StoreReliabilityTest, ASchema1StoreIsReadAsItIsAndMigratedForwardAfterABackup) {
   const std::string p = path("old.sqlite");
@@ -310,7 +404,7 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
     s.begin_run(collect_fingerprint(probe_gpus()), info);
     sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
                       " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
-                      " invariance FROM case_runs WHERE run_id = '" + r.run_id + "'");
+                      " invariance, num + 1000 FROM case_runs WHERE run_id = '" + r.run_id + "'");
   }  // "dies"
   Store s = Store::open(p, Store::Mode::read_write);
   opt.resume = true;

@@ -253,8 +253,10 @@ TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEv
       write(p, pristine);
       {
         Store s = Store::open(p, Store::Mode::read_write);
+        // (total changes: the trials view's triggers make the edits, which sqlite3_changes leaves out)
+        const int before = sqlite3_total_changes(s.db());
         sql::exec(s.db(), "PRAGMA foreign_keys = OFF; " + t);
-        ASSERT_EQ(sqlite3_changes(s.db()) > 0, true) << "the tampering changed nothing: " << t;
+        ASSERT_GT(sqlite3_total_changes(s.db()), before) << "the tampering changed nothing: " << t;
       }
       Store s = Store::open(p, Store::Mode::read_only);
       const auto v = verify_store(s);
@@ -266,6 +268,124 @@ TEST_F(StoreTest, TheHashChainCatchesEveryEditDeletionInsertionAndReorderingOfEv
     }
   }
   EXPECT_EQ(checked, 48);
+}
+
+// Schema 7 writes a case's trial rows 64 to a statement, with the chain hashed on a second thread
+// from 256 trials on. Whatever the count, the rows read back through the trials view are the ones
+// written (a digest that is not d9m's hex kept as text), their links are the chain computed one by
+// one, and verify finds the run whole; an edit in the middle is caught at its trial.
+TEST_F(StoreTest, TrialRowsOfEveryCountReadBackAsWrittenWithTheChainComputedInOrder) {
+  const std::string p = path("s.sqlite");
+  Store s = Store::open(p, Store::Mode::read_write);
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 1, 1};
+  const std::string run = s.begin_run(fingerprint_from_json({{"test", "chain"}}), info);
+  std::string link = *Store::run_head(s.db(), run);
+  std::int64_t seq = 0;
+  for (const int n : {0, 1, 63, 64, 65, 255, 256, 1000}) {
+    CaseRecord rec{"", "op", "cpu.atomic", "cpu", "n" + std::to_string(n), "cid", "{}", 1, "in", "float32", "[1]"};
+    rec.id = Store::case_id(rec);
+    std::vector<TrialRecord> ts;
+    for (int t = 0; t < n; ++t) {
+      TrialRecord r{t, t % 7 ? "00112233445566778899aabbccddeeff" : "ffeeddccbbaa99887766554433221100", 100 + t, std::nullopt,
+                    t % 5 == 1 ? "algo" + std::to_string(t % 3) : ""};
+      if (t == 3) r.digest = "not hex";  // kept as written
+      if (t % 7 != 0) r.diff = DiffStats{t, 0.25 * t, 3, t % 11};  // (the digest differs from trial 0's)
+      ts.push_back(r);
+    }
+    const Status status = n == 0 ? Status::skipped : n == 1 ? Status::deterministic : Status::nondeterministic;
+    CaseRunRecord cr{status, n ? "" : "none", "nondeterministic", "design", "r", "", n, n > 3 ? 3 : n, std::nullopt, std::nullopt};
+    s.put_case(run, rec, cr, ts);
+    link = Store::chain_link(link, Store::canonical_case_run(run, rec.id, seq++, cr));
+    sql::Statement back(s.db(), "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain,"
+                                " choice FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
+    back.bind(1, run).bind(2, rec.id);
+    for (const auto& t : ts) {
+      ASSERT_TRUE(back.step()) << n << " trials: row " << t.trial << " missing";
+      link = Store::chain_link(link, Store::canonical_trial(run, rec.id, t));
+      EXPECT_EQ(back.integer(0), t.trial);
+      EXPECT_EQ(back.text(1), t.digest);
+      EXPECT_EQ(back.integer(2), t.elapsed_ns);
+      EXPECT_EQ(back.is_null(3), !t.diff);
+      if (t.diff) EXPECT_EQ(back.real(4), t.diff->max_abs);
+      EXPECT_EQ(back.text(7), link) << n << " trials: trial " << t.trial;
+      EXPECT_EQ(back.text(8), t.choice);
+    }
+    EXPECT_FALSE(back.step()) << n << " trials: a row too many";
+  }
+  s.finish_run(run, "interrupted");  // (a complete run has as many trials in every case)
+  EXPECT_EQ(count(s, "trial_rows WHERE typeof(digest) = 'text'"), 6);  // trial 3 of each case of more than 3
+  EXPECT_EQ(count(s, "trial_rows WHERE typeof(chain) = 'blob' AND length(chain) = 32"), count(s, "trial_rows"));
+  const VerifyReport v = verify_store(s);
+  EXPECT_TRUE(v.problems.empty()) << v.problems.front();
+  EXPECT_EQ(v.trials, 1 + 63 + 64 + 65 + 255 + 256 + 1000);
+  sql::exec(s.db(), "UPDATE trial_rows SET elapsed_ns = 1 WHERE id = (SELECT num FROM case_runs WHERE case_id = (SELECT id FROM cases"
+                    " WHERE config = 'n1000')) * 4294967296 + 700");
+  const VerifyReport edited = verify_store(s);
+  ASSERT_FALSE(edited.problems.empty());
+  EXPECT_NE(edited.problems.front().find("n1000/cpu.atomic, trial 700: the row does not match"), std::string::npos)
+      << edited.problems.front();
+}
+
+// What schema 7 adds to verify: trial rows keyed into no case row, digests and links of another
+// type or length, case rows without a number, traces of trials not stored, and a trials view or
+// trigger that is not d9m's.
+TEST_F(StoreTest, VerifyChecksWhatSchema7KeysByNumberAndTheTrialsView) {
+  const std::string p = path("s.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 2, 1};
+    const std::string run = s.begin_run(fingerprint_from_json({{"test", "trace"}}), info);
+    CaseRecord rec{"", "pipeline:cnn", "det", "cpu", "p", "cid", "{}", 1, "in", "float32", "[1]"};
+    rec.id = Store::case_id(rec);
+    CaseRunRecord cr{Status::deterministic, "", "deterministic", "design", "r", "", 2, 1, 10, 5};
+    std::vector<TrialRecord> ts = {{0, "00112233445566778899aabbccddeeff", 10, std::nullopt},
+                                   {1, "00112233445566778899aabbccddeeff", 11, std::nullopt}};
+    std::vector<TraceRecord> trace;
+    for (int t = 0; t < 2; ++t)
+      for (int pos = 0; pos < 2; ++pos) trace.push_back({t, 0, pos, "op" + std::to_string(pos), "conv", "cpu.serial", "[]", "aa", std::nullopt});
+    s.put_case(run, rec, cr, ts, trace);
+    s.finish_run(run, "complete");
+    ASSERT_TRUE(verify_store(s).problems.empty()) << verify_store(s).problems.front();
+    sql::exec(s.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  const std::string pristine = contents(p);
+  auto problems_after = [&](const std::string& edit) {
+    for (const char* x : {"-wal", "-shm"}) fs::remove(p + x);
+    write(p, pristine);
+    {
+      Store s = Store::open(p, Store::Mode::read_only);
+      sqlite3* db = nullptr;
+      EXPECT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+      sql::exec(db, "PRAGMA foreign_keys = OFF; " + edit);
+      sqlite3_close(db);
+    }
+    const Store s = Store::open(p, Store::Mode::read_only);
+    std::string all;
+    for (const auto& m : verify_store(s).problems) all += m + "\n";
+    return all;
+  };
+  EXPECT_NE(problems_after("UPDATE trial_rows SET id = id + 5 * 4294967296 WHERE id % 4294967296 = 1").find("trial_rows: 1 row(s) belong to no case row"),
+            std::string::npos);
+  EXPECT_NE(problems_after("UPDATE trial_rows SET digest = x'0011' WHERE id % 4294967296 = 1").find("neither its 16 bytes nor text"),
+            std::string::npos);
+  EXPECT_NE(problems_after("UPDATE trial_rows SET chain = 7 WHERE id % 4294967296 = 0").find("neither its 32 bytes nor text"),
+            std::string::npos);
+  EXPECT_NE(problems_after("UPDATE case_runs SET num = 0").find("case_runs: 1 row(s) without a row number"), std::string::npos);
+  EXPECT_NE(problems_after("DELETE FROM trial_rows WHERE id % 4294967296 = 1").find("trace: 2 row(s) of a trial that is not stored"),
+            std::string::npos);
+  // A view that shows the readers one digest the table does not hold.
+  std::string view;
+  {
+    const Store s = Store::open(p, Store::Mode::read_only);
+    sql::Statement v(s.db(), "SELECT sql FROM sqlite_master WHERE name = 'trials'");
+    ASSERT_TRUE(v.step());
+    view = v.text(0);
+  }
+  const auto at = view.find("lower(hex(t.digest))");
+  ASSERT_NE(at, std::string::npos);
+  view.replace(at, std::string("lower(hex(t.digest))").size(), "'00000000000000000000000000000000'");
+  EXPECT_NE(problems_after("DROP VIEW trials; " + view).find("schema: trials is not d9m's definition"), std::string::npos);
+  EXPECT_NE(problems_after("DROP TRIGGER trials_delete").find("schema: trials_delete is missing"), std::string::npos);
 }
 
 }  // namespace
