@@ -178,7 +178,7 @@ void merge_table(sqlite3* db, const std::string& input, const std::string& table
     sql::Statement top(db, "SELECT coalesce(max(num), 0) FROM main.case_runs");
     top.step();
     for (std::size_t i = 0; i < c.all.size(); ++i)
-      if (c.all[i] == "num") c.from_src[i] = std::to_string(top.integer(0)) + " + s.rowid";
+      if (c.all[i] == "num") c.from_src[i] = std::to_string(top.integer(0)) + " + row_number() OVER (ORDER BY s.rowid)";
     ignored.insert("num");
   }
   refuse_conflicts(db, input, table, c, ignored);

@@ -302,11 +302,17 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     // The row's number in this file (schema 7): its trials' key range.
     sql::Statement next(db_, "SELECT coalesce(max(num), 0) + 1 FROM case_runs");
     next.step();
-    const std::int64_t num = next.integer(0);
-    // num * 2^32 + trial must fit in 63 bits; only an edit numbers rows so high.
-    if (num < 1 || num > kMaxCaseRowNumber)
-      fail_environment(path_ + ": case row numbers have run out (case_runs.num reaches " + std::to_string(num - 1) +
-                       "; the store was edited: `d9m verify` shows it)");
+    std::int64_t num = next.integer(0);
+    // num * 2^32 + trial must fit in 63 bits. Only an edit numbers a row so high (numbers are a
+    // local key, and moving one is no fault): then the lowest free number.
+    if (num < 1 || num > kMaxCaseRowNumber) {
+      sql::Statement gap(db_, "SELECT min(n) FROM (SELECT 1 AS n WHERE NOT EXISTS (SELECT 1 FROM case_runs WHERE num = 1)"
+                              " UNION ALL SELECT num + 1 FROM case_runs a WHERE num >= 1 AND num < ? AND NOT EXISTS"
+                              " (SELECT 1 FROM case_runs b WHERE b.num = a.num + 1))");
+      gap.bind(1, kMaxCaseRowNumber);
+      if (!gap.step() || gap.is_null(0)) fail_environment(path_ + ": every case row number from 1 to 2^31 - 1 is taken");
+      num = gap.integer(0);
+    }
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
                    " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance, num)"

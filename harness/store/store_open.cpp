@@ -128,13 +128,17 @@ void migrate_6_to_7(sqlite3* db, const std::string& path) {
   {
     // Rows schema 7 cannot key: no case row to number them by, or a trial number outside 0..2^32-1.
     // Only an edit makes them (schema 6's foreign key and d9m's writer do not); refusing keeps them.
+    // And digests or links stored as anything but text: schema 7 keeps text as it is and would take
+    // such a value for its bytes, so the type fault verify shows now would be gone after.
     sql::Statement bad(db, "SELECT count(*) FROM trials t WHERE typeof(t.trial) != 'integer' OR t.trial < 0 OR t.trial > 4294967295"
+                           " OR typeof(t.digest) != 'text' OR typeof(t.chain) != 'text'"
                            " OR NOT EXISTS (SELECT 1 FROM case_runs cr WHERE cr.run_id = t.run_id AND cr.case_id = t.case_id)");
     bad.step();
     if (bad.integer(0) > 0)
-      fail_environment(path + ": holds " + std::to_string(bad.integer(0)) + " trial row(s) that belong to no case row or have a "
-                       "trial number outside 0 to 2^32 - 1 (the store was edited: `d9m verify` shows it). Schema 7 cannot keep "
-                       "such rows, so the store is not migrated and stays as it was; it can still be read (`d9m report`, `d9m verify`)");
+      fail_environment(path + ": holds " + std::to_string(bad.integer(0)) + " trial row(s) that belong to no case row, have a "
+                       "trial number outside 0 to 2^32 - 1, or a digest or link that is not text (the store was edited: `d9m "
+                       "verify` shows it). Schema 7 cannot keep such rows as they are, so the store is not migrated and stays as "
+                       "it was; it can still be read (`d9m report`, `d9m verify`)");
   }
   sql::exec(db, "DROP VIEW IF EXISTS results");
   std::string trace = schema_block(6, "traces");
@@ -147,7 +151,10 @@ void migrate_6_to_7(sqlite3* db, const std::string& path) {
   sql::exec(db, "INSERT INTO trace_schema7 (" + columns + ") SELECT " + columns + " FROM trace");
   sql::exec(db, "DROP TABLE trace; ALTER TABLE trace_schema7 RENAME TO trace");
   sql::exec(db, "ALTER TABLE case_runs ADD COLUMN num INTEGER NOT NULL DEFAULT 0");
-  sql::exec(db, "UPDATE case_runs SET num = rowid");
+  // Numbered 1, 2, ... in rowid order (a rowid can be anything an edit made it, zero or negative).
+  sql::exec(db, "CREATE TEMP TABLE case_run_numbers AS SELECT rowid AS r, row_number() OVER (ORDER BY rowid) AS n FROM case_runs");
+  sql::exec(db, "UPDATE case_runs SET num = (SELECT n FROM case_run_numbers WHERE r = case_runs.rowid);"
+                " DROP TABLE case_run_numbers");
   sql::exec(db, "ALTER TABLE trials RENAME TO trials_schema6");
   sql::exec(db, schema_block(7, "compact trials"));
   sql::exec(db, "INSERT INTO trial_rows(id, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, choice)"

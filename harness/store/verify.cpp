@@ -59,11 +59,15 @@ void check_storage_types(sqlite3* db, VerifyReport& v) {
 // the bytes d9m writes or text kept as it came (never another type, nor bytes of another length),
 // every case row numbered, and every trace row's trial stored. (Up to schema 6, foreign keys said
 // the first and the last; a key computed from a number cannot be one.)
-void check_trial_rows(sqlite3* db, VerifyReport& v) {
-  if (!is_table(db, "trial_rows")) return;
+void check_trial_rows(sqlite3* db, int schema, VerifyReport& v) {
+  if (schema < 7) return;
+  if (!is_table(db, "trial_rows")) {
+    v.problems.push_back("schema: trial_rows is missing (renamed or dropped): the store's trial rows cannot be checked");
+    return;
+  }
   sql::Statement n(db, "SELECT"
-                       " (SELECT count(*) FROM trial_rows t WHERE NOT EXISTS (SELECT 1 FROM case_runs cr WHERE cr.num = t.id >> 32)"
-                       "   OR t.id < 0),"
+                       // (NOT IN: one look-up table of the numbers, also when their index is gone)
+                       " (SELECT count(*) FROM trial_rows t WHERE t.id >> 32 NOT IN (SELECT num FROM case_runs) OR t.id < 0),"
                        " (SELECT count(*) FROM trial_rows WHERE NOT (typeof(digest) = 'text' OR (typeof(digest) = 'blob' AND length(digest) = 16))),"
                        " (SELECT count(*) FROM trial_rows WHERE NOT (typeof(chain) = 'text' OR (typeof(chain) = 'blob' AND length(chain) = 32))),"
                        " (SELECT count(*) FROM case_runs WHERE typeof(num) != 'integer' OR num < 1 OR num > 2147483647),"
@@ -86,14 +90,17 @@ void check_trial_rows(sqlite3* db, VerifyReport& v) {
 // Schema 7's readers read trial rows through the trials view: it and its triggers must be d9m's
 // own, as the schema file defines them (a view redefined could show the readers other rows than
 // the table holds; a changed trigger could route edits elsewhere).
-void check_trials_view(sqlite3* db, VerifyReport& v) {
-  if (!is_table(db, "trial_rows")) return;
+void check_trials_view(sqlite3* db, int schema, VerifyReport& v) {
+  if (schema < 7) return;
   sqlite3* ref = nullptr;
   std::map<std::string, std::string> want;
   if (sqlite3_open(":memory:", &ref) == SQLITE_OK) {
     try {
       sql::exec(ref, embedded::store_schema_sql());
-      sql::Statement d(ref, "SELECT name, sql FROM sqlite_master WHERE tbl_name = 'trials'");
+      // The trials view and its triggers, the table under it and the index of its keys: each is
+      // created from schema 7's block, by a new store and by the migration alike.
+      sql::Statement d(ref, "SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('trials', 'trial_rows')"
+                            " OR name = 'case_runs_by_num'");
       while (d.step()) want[d.text(0)] = d.text(1);
     } catch (const sql::Error&) {
     }
@@ -107,6 +114,10 @@ void check_trials_view(sqlite3* db, VerifyReport& v) {
     else if (have.text(1) != definition) v.problems.push_back("schema: " + name + " is not d9m's definition (redefined)");
     have.reset();
   }
+  // A trigger d9m does not define could change rows as d9m writes or reads them.
+  sql::Statement triggers(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'");
+  while (triggers.step())
+    if (!want.count(triggers.text(0))) v.problems.push_back("schema: trigger " + triggers.text(0) + " is not d9m's");
 }
 
 // Content-addressed rows must match their keys, and every one must be used: d9m writes a
@@ -407,8 +418,8 @@ VerifyReport verify_store(const Store& store) {
     check_sqlite(db, v);
     check_storage_types(db, v);
     check_content_addressed(db, v);
-    check_trial_rows(db, v);
-    check_trials_view(db, v);
+    check_trial_rows(db, store.schema_version(), v);
+    check_trials_view(db, store.schema_version(), v);
     const std::vector<RunFacts> runs = read_run_facts(db);
     v.runs = static_cast<std::int64_t>(runs.size());
     note_run_states(store, runs, v);

@@ -134,6 +134,51 @@ TEST_F(StoreReliabilityTest, AMigrationThatWouldDropTrialRowsIsRefusedAndChanges
   EXPECT_FALSE(verify_store(s).problems.empty());
 }
 
+// What an edit may have made of an older store that verified: rowids of zero or below (migration
+// numbers case rows 1, 2, ... whatever their rowids), and a merge of such a store; and a digest
+// stored as bytes (a type fault verify shows before, which migration must not turn into a valid
+// value: it is refused).
+TEST_F(StoreReliabilityTest, MigrationAndMergeNumberCaseRowsWhateverTheirRowidsAndRefuseRetypedDigests) {
+  const std::string p = path("old.sqlite");
+  fs::copy_file(kSchema1Store, p);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    sql::exec(db, "UPDATE case_runs SET rowid = -7 WHERE rowid = 3; UPDATE case_runs SET rowid = 0 WHERE rowid = 4");
+    sqlite3_close(db);
+  }
+  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  {
+    const Store s = Store::open(p, Store::Mode::read_only);
+    ASSERT_TRUE(verify_store(s).problems.empty()) << verify_store(s).problems.front();
+  }
+  const std::string merged = path("merged.sqlite");
+  merge_stores(merged, {p});
+  {
+    const Store m = Store::open(merged, Store::Mode::read_only);
+    EXPECT_TRUE(verify_store(m).problems.empty()) << verify_store(m).problems.front();
+  }
+  {
+    const Store s = Store::open(p, Store::Mode::read_write);
+    EXPECT_EQ(count(s, "SELECT count(*) FROM case_runs WHERE num BETWEEN 1 AND 5"), 5);
+    EXPECT_TRUE(verify_store(s).problems.empty()) << verify_store(s).problems.front();
+  }
+  const std::string retyped = path("retyped.sqlite");
+  fs::copy_file(kSchema1Store, retyped);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(retyped.c_str(), &db), SQLITE_OK);
+    sql::exec(db, "UPDATE trials SET digest = CAST(digest AS BLOB) WHERE trial = 1");
+    sqlite3_close(db);
+  }
+  try {
+    Store::open(retyped, Store::Mode::read_write);
+    ADD_FAILURE() << "migrated a store with digests stored as bytes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a digest or link that is not text"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(StoreReliabilityTest, ASchema1StoreIsReadAsItIsAndMigratedForwardAfterABackup) {
   const std::string p = path("old.sqlite");
   fs::copy_file(kSchema1Store, p);
