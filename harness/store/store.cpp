@@ -178,7 +178,7 @@ class TrialLinks {
   static constexpr std::size_t kThreadFrom = 256;  // below this a thread costs more than it saves
 
   TrialLinks(const std::string& run_id, const std::string& case_id, const std::vector<TrialRecord>& trials, std::string start)
-      : run_id_(run_id), case_id_(case_id), trials_(trials), links_(trials.size()), bytes_(trials.size()), start_(std::move(start)) {
+      : run_id_(run_id), case_id_(case_id), trials_(trials), bytes_(trials.size()), last_(std::move(start)) {
     if (trials.size() >= kThreadFrom) {
       try {
         worker_ = std::thread([this] { compute(); });
@@ -195,30 +195,33 @@ class TrialLinks {
   TrialLinks(const TrialLinks&) = delete;
   TrialLinks& operator=(const TrialLinks&) = delete;
 
-  // Link i (SHA-256 hex), and its 32 bytes, once computed; rethrows what stopped the computation.
-  const std::string& at(std::size_t i) {
-    while (done_.load(std::memory_order_acquire) <= i) {
+  // Link i's 32 bytes, once computed; rethrows what stopped the computation.
+  const unsigned char* bytes(std::size_t i) {
+    wait_for(i + 1);
+    return bytes_[i].data();
+  }
+  // The last link (SHA-256 hex), where the case's chain ends.
+  const std::string& last() {
+    wait_for(trials_.size());
+    return last_;
+  }
+
+ private:
+  void wait_for(std::size_t n) {
+    while (done_.load(std::memory_order_acquire) < n) {
       if (failed_.load(std::memory_order_acquire)) {
         if (worker_.joinable()) worker_.join();
         std::rethrow_exception(error_);
       }
       std::this_thread::yield();
     }
-    return links_[i];
   }
-  const unsigned char* bytes(std::size_t i) {
-    at(i);
-    return bytes_[i].data();
-  }
-
- private:
+  // Only the bytes of each link are kept, and the hex of the latest (the next one hashes it).
   void compute() {
     try {
-      const std::string* previous = &start_;
       for (std::size_t i = 0; i < trials_.size() && !stop_.load(std::memory_order_relaxed); ++i) {
-        links_[i] = Store::chain_link(*previous, Store::canonical_trial(run_id_, case_id_, trials_[i]));
-        if (!sql::hex_bytes(links_[i].data(), links_[i].size(), bytes_[i].data(), 32)) fail_internal("a chain link that is not SHA-256 hex");
-        previous = &links_[i];
+        last_ = Store::chain_link(last_, Store::canonical_trial(run_id_, case_id_, trials_[i]));
+        if (!sql::hex_bytes(last_.data(), last_.size(), bytes_[i].data(), 32)) fail_internal("a chain link that is not SHA-256 hex");
         done_.store(i + 1, std::memory_order_release);
       }
     } catch (...) {
@@ -229,9 +232,8 @@ class TrialLinks {
   const std::string& run_id_;
   const std::string& case_id_;
   const std::vector<TrialRecord>& trials_;
-  std::vector<std::string> links_;
   std::vector<std::array<unsigned char, 32>> bytes_;
-  const std::string start_;
+  std::string last_;  // the chain's start until the first link; written by compute() only
   std::atomic<std::size_t> done_{0};
   std::atomic<bool> stop_{false}, failed_{false};
   std::exception_ptr error_;
@@ -281,7 +283,7 @@ void Store::insert_trials(std::int64_t num, const std::string& run_id, const std
     ins.run();
     i += rows;
   }
-  last = links.at(trials.size() - 1);
+  last = links.last();
 }
 
 void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseRunRecord& cr,

@@ -38,6 +38,16 @@ class StoreReliabilityTest : public test::ScratchDirTest {
  protected:
   StoreReliabilityTest() : ScratchDirTest("reliability") {}
 
+  // Runs `sql` on the store file as anyone with SQLite would (foreign keys off), and leaves the
+  // file whole: no log beside it.
+  static void edit(const std::string& p, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+    sql::exec(db, "PRAGMA foreign_keys = OFF; " + sql);
+    sqlite3_close(db);
+    for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  }
+
   static std::int64_t count(const Store& s, const std::string& sql) {
     sql::Statement st(s.db(), sql);
     return st.step() ? st.integer(0) : -1;
@@ -112,13 +122,7 @@ TEST_F(StoreReliabilityTest, TheCommittedH100StoreMigratesToSchema7WithEveryRowA
 TEST_F(StoreReliabilityTest, AMigrationThatWouldDropTrialRowsIsRefusedAndChangesNothing) {
   const std::string p = path("old.sqlite");
   fs::copy_file(kSchema1Store, p);
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
-    sql::exec(db, "PRAGMA foreign_keys = OFF; DELETE FROM case_runs WHERE rowid = (SELECT min(rowid) FROM case_runs)");
-    sqlite3_close(db);
-  }
-  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  edit(p, "DELETE FROM case_runs WHERE rowid = (SELECT min(rowid) FROM case_runs)");
   const std::string before = contents(p);
   try {
     Store::open(p, Store::Mode::read_write);
@@ -141,13 +145,7 @@ TEST_F(StoreReliabilityTest, AMigrationThatWouldDropTrialRowsIsRefusedAndChanges
 TEST_F(StoreReliabilityTest, MigrationAndMergeNumberCaseRowsWhateverTheirRowidsAndRefuseRetypedDigests) {
   const std::string p = path("old.sqlite");
   fs::copy_file(kSchema1Store, p);
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
-    sql::exec(db, "UPDATE case_runs SET rowid = -7 WHERE rowid = 3; UPDATE case_runs SET rowid = 0 WHERE rowid = 4");
-    sqlite3_close(db);
-  }
-  for (const char* suffix : {"-wal", "-shm"}) fs::remove(p + suffix);
+  edit(p, "UPDATE case_runs SET rowid = -7 WHERE rowid = 3; UPDATE case_runs SET rowid = 0 WHERE rowid = 4");
   {
     const Store s = Store::open(p, Store::Mode::read_only);
     ASSERT_TRUE(verify_store(s).problems.empty()) << verify_store(s).problems.front();
@@ -165,12 +163,7 @@ TEST_F(StoreReliabilityTest, MigrationAndMergeNumberCaseRowsWhateverTheirRowidsA
   }
   const std::string retyped = path("retyped.sqlite");
   fs::copy_file(kSchema1Store, retyped);
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(retyped.c_str(), &db), SQLITE_OK);
-    sql::exec(db, "UPDATE trials SET digest = CAST(digest AS BLOB) WHERE trial = 1");
-    sqlite3_close(db);
-  }
+  edit(retyped, "UPDATE trials SET digest = CAST(digest AS BLOB) WHERE trial = 1");
   try {
     Store::open(retyped, Store::Mode::read_write);
     ADD_FAILURE() << "migrated a store with digests stored as bytes";
