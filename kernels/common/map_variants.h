@@ -15,6 +15,10 @@
 // Op<T> is built on the host as Op<T>(args) (it keeps the geometry and input pointers) and provides
 //   std::size_t items() const
 //   D9M_HD void operator()(std::size_t item, T* out) const   writes the item's outputs
+// and may provide, for the CPU's blocks,
+//   void run_block(std::size_t begin, std::size_t end, T* out) const
+// which must write exactly what operator() writes for each item of [begin, end), bit for bit; it
+// is there to share work between neighbouring items (a pixel's taps over its channels).
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -38,7 +42,10 @@ std::function<void(const KernelArgs&)> in_blocks(std::size_t grain) {
     const Op<decltype(tag)> op(a);
     auto* out = a.out<decltype(tag)>();
     parallel_blocks(*a.exec.pool, op.items(), grain, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) op(i, out);
+      if constexpr (requires { op.run_block(begin, end, out); })
+        op.run_block(begin, end, out);
+      else
+        for (std::size_t i = begin; i < end; ++i) op(i, out);
     });
   });
 }

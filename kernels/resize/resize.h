@@ -173,6 +173,13 @@ D9M_HD inline std::int64_t first_reaching(std::int64_t out, std::int64_t i, floa
 
 // What both gathers hold (the map form's Op<T>, map_variants.h): the geometry, the grads, and
 // the output element (n, y, x, c) at a flat index.
+//
+// Each gather finds an element's contributions with each_share(at, visit), the one walk both its
+// forms use: operator() (an element, a GPU thread) sums them for one channel, and run_block (the
+// CPU's blocks) walks a pixel once and adds each contribution to every channel of the pixel in the
+// block. A channel's sum still takes its contributions in the walk's order, from +0, one rounding
+// per add, so both forms have the same bits; run_block only stops recomputing the taps per channel
+// (bench_2MiB has 16 channels).
 template <class T>
 struct GradGather {
   Geometry g;
@@ -188,8 +195,44 @@ struct GradGather {
     const auto e = static_cast<std::int64_t>(o);
     return {e / g.c / g.w / g.h, (e / g.c / g.w) % g.h, (e / g.c) % g.w, e % g.c};
   }
-  D9M_HD Acc<T> grad_at(const Element& at, std::int64_t oy, std::int64_t ox) const {
-    return widen(grads[((at.n * g.oh + oy) * g.ow + ox) * g.c + at.c]);
+  D9M_HD std::int64_t grad_index(const Element& at, std::int64_t oy, std::int64_t ox) const {
+    return ((at.n * g.oh + oy) * g.ow + ox) * g.c + at.c;
+  }
+
+  // The elements [begin, end) of the output, pixel by pixel: pixel(at, first, last) for the
+  // elements [first, last) of one pixel, at = element(first).
+  template <class PixelFn>
+  void by_pixel(std::size_t begin, std::size_t end, PixelFn pixel) const {
+    for (std::size_t o = begin; o < end;) {
+      const Element at = element(o);
+      const std::size_t rest = static_cast<std::size_t>(g.c - at.c);
+      const std::size_t last = end - o < rest ? end : o + rest;
+      pixel(at, o, last);
+      o = last;
+    }
+  }
+
+  // operator() and run_block of a gather Self (CRTP), from Self::each_share(at, visit), where
+  // visit(grad_index, share) gets the grads element of channel at.c and share(v) turns its value
+  // v (widened) into the contribution.
+  template <class Self>
+  D9M_HD void element_sum(const Self& self, std::size_t o, T* out) const {
+    const Element at = element(o);
+    T sum{};  // +0, as the scatter form's zeroed output
+    self.each_share(at, [&](std::int64_t i, auto share) { sum = add(sum, share(widen(grads[i]))); });
+    out[o] = sum;
+  }
+  template <class Self>
+  void block_sum(const Self& self, std::size_t begin, std::size_t end, T* out) const {
+    by_pixel(begin, end, [&](const Element& at, std::size_t first, std::size_t last) {
+      const std::size_t k = last - first;
+      T* sums = out + first;
+      for (std::size_t j = 0; j < k; ++j) sums[j] = T{};
+      self.each_share(at, [&](std::int64_t i, auto share) {
+        const T* v = grads + i;  // channels at.c, at.c + 1, ... of the grads pixel
+        for (std::size_t j = 0; j < k; ++j) sums[j] = add(sums[j], share(widen(v[j])));
+      });
+    });
   }
 };
 
@@ -199,27 +242,28 @@ struct GradGather {
 template <class T>
 struct BilinearGradGather : GradGather<T> {
   using GradGather<T>::GradGather;
-  D9M_HD void operator()(std::size_t o, T* out) const {
-    const Geometry& g = this->g;
-    const auto at = this->element(o);
+  using Element = typename GradGather<T>::Element;
+  template <class Visit>
+  D9M_HD void each_share(const Element& at, Visit visit) const {
+    const Geometry& geo = this->g;
     const std::int64_t oy0 =
-        first_reaching(g.oh, at.y, g.y_scale, [&](std::int64_t i) { return bilinear_tap(i, g.h, g.y_scale, g.half_pixel_centers).upper; });
+        first_reaching(geo.oh, at.y, geo.y_scale, [&](std::int64_t i) { return bilinear_tap(i, geo.h, geo.y_scale, geo.half_pixel_centers).upper; });
     const std::int64_t ox0 =
-        first_reaching(g.ow, at.x, g.x_scale, [&](std::int64_t i) { return bilinear_tap(i, g.w, g.x_scale, g.half_pixel_centers).upper; });
-    T sum{};  // +0, as the scatter form's zeroed output
-    for (std::int64_t oy = oy0; oy < g.oh; ++oy) {
-      const BilinearTap ty = bilinear_tap(oy, g.h, g.y_scale, g.half_pixel_centers);
+        first_reaching(geo.ow, at.x, geo.x_scale, [&](std::int64_t i) { return bilinear_tap(i, geo.w, geo.x_scale, geo.half_pixel_centers).upper; });
+    for (std::int64_t oy = oy0; oy < geo.oh; ++oy) {
+      const BilinearTap ty = bilinear_tap(oy, geo.h, geo.y_scale, geo.half_pixel_centers);
       if (ty.lower > at.y) break;
-      for (std::int64_t ox = ox0; ox < g.ow; ++ox) {
-        const BilinearTap tx = bilinear_tap(ox, g.w, g.x_scale, g.half_pixel_centers);
+      for (std::int64_t ox = ox0; ox < geo.ow; ++ox) {
+        const BilinearTap tx = bilinear_tap(ox, geo.w, geo.x_scale, geo.half_pixel_centers);
         if (tx.lower > at.x) break;
-        const Acc<T> v = this->grad_at(at, oy, ox);
         for (int k = 0; k < 4; ++k)
-          if (((k & 2) ? ty.upper : ty.lower) == at.y && ((k & 1) ? tx.upper : tx.lower) == at.x) sum = add(sum, bilinear_share<T>(v, ty, tx, k));
+          if (((k & 2) ? ty.upper : ty.lower) == at.y && ((k & 1) ? tx.upper : tx.lower) == at.x)
+            visit(this->grad_index(at, oy, ox), [&](Acc<T> v) { return bilinear_share<T>(v, ty, tx, k); });
       }
     }
-    out[o] = sum;
   }
+  D9M_HD void operator()(std::size_t o, T* out) const { this->element_sum(*this, o, out); }
+  void run_block(std::size_t begin, std::size_t end, T* out) const { this->block_sum(*this, begin, end, out); }
 };
 
 // resize_nearest_grad gathered: output element (n, y, x, c) adds the grads pixels whose nearest
@@ -227,17 +271,19 @@ struct BilinearGradGather : GradGather<T> {
 template <class T>
 struct NearestGradGather : GradGather<T> {
   using GradGather<T>::GradGather;
-  D9M_HD void operator()(std::size_t o, T* out) const {
-    const Geometry& g = this->g;
-    const auto at = this->element(o);
-    auto tap_y = [&](std::int64_t i) { return nearest_tap(i, g.h, g.y_scale, g.align_corners, g.half_pixel_centers); };
-    auto tap_x = [&](std::int64_t i) { return nearest_tap(i, g.w, g.x_scale, g.align_corners, g.half_pixel_centers); };
-    T sum{};
-    const std::int64_t ox0 = first_reaching(g.ow, at.x, g.x_scale, tap_x);
-    for (std::int64_t oy = first_reaching(g.oh, at.y, g.y_scale, tap_y); oy < g.oh && tap_y(oy) == at.y; ++oy)
-      for (std::int64_t ox = ox0; ox < g.ow && tap_x(ox) == at.x; ++ox) sum = add(sum, narrow<T>(this->grad_at(at, oy, ox)));
-    out[o] = sum;
+  using Element = typename GradGather<T>::Element;
+  template <class Visit>
+  D9M_HD void each_share(const Element& at, Visit visit) const {
+    const Geometry& geo = this->g;
+    auto tap_y = [&](std::int64_t i) { return nearest_tap(i, geo.h, geo.y_scale, geo.align_corners, geo.half_pixel_centers); };
+    auto tap_x = [&](std::int64_t i) { return nearest_tap(i, geo.w, geo.x_scale, geo.align_corners, geo.half_pixel_centers); };
+    const std::int64_t ox0 = first_reaching(geo.ow, at.x, geo.x_scale, tap_x);
+    for (std::int64_t oy = first_reaching(geo.oh, at.y, geo.y_scale, tap_y); oy < geo.oh && tap_y(oy) == at.y; ++oy)
+      for (std::int64_t ox = ox0; ox < geo.ow && tap_x(ox) == at.x; ++ox)
+        visit(this->grad_index(at, oy, ox), [](Acc<T> v) { return narrow<T>(v); });
   }
+  D9M_HD void operator()(std::size_t o, T* out) const { this->element_sum(*this, o, out); }
+  void run_block(std::size_t begin, std::size_t end, T* out) const { this->block_sum(*this, begin, end, out); }
 };
 
 }  // namespace d9m::resize
