@@ -179,6 +179,24 @@ TEST(Gather, ResizeGathersElementAndBlockFormsHaveSerialsBitsWhereverABlockEnds)
   check_gather_forms<resize::NearestGradGather>("resize_nearest_grad");
 }
 
+// crop_and_resize's device gather sorts 2 * boxes * crop_h (image row, crop row) pairs with 32-bit
+// positions and keys: plans past those are refused before anything runs, not wrapped, and its
+// working memory counts the pairs and the row starts.
+TEST(Gather, CropAndResizeDeviceListsRefuseWhatTheir32BitSortCannotHold) {
+  Problem p = test::config("crop_and_resize_grad_image", {{"batch", 1}, {"h", 2}, {"w", 2}, {"c", 1}, {"boxes", 2}, {"crop_h", 2}, {"crop_w", 2}}).problem;
+  EXPECT_EQ(crop_and_resize::gather_unsupported(p), std::nullopt);
+  const auto small = crop_and_resize::gather_list_bytes(p.geom<crop_and_resize::Geometry>());
+  EXPECT_EQ(small, 16u * 8 + 4u * 3 + 9u * 8 + (1u << 20));
+  p.geometry = crop_and_resize::Geometry{1, 2, 2, 1, std::int64_t{1} << 30, 1, 1};  // 2^31 pairs
+  EXPECT_NE(crop_and_resize::gather_unsupported(p), std::nullopt);
+  p.geometry = crop_and_resize::Geometry{1, 2, 2, 1, (std::int64_t{1} << 30) - 1, 1, 1};  // 2^31 - 2: the last that fits
+  EXPECT_EQ(crop_and_resize::gather_unsupported(p), std::nullopt);
+  p.geometry = crop_and_resize::Geometry{65536, 65535, 1, 1, 1, 1, 1};  // 2^32 - 65536 image rows
+  EXPECT_EQ(crop_and_resize::gather_unsupported(p), std::nullopt);
+  p.geometry = crop_and_resize::Geometry{65537, 65535, 1, 1, 1, 1, 1};  // 2^32 - 1 image rows: no key left for unused slots
+  EXPECT_NE(crop_and_resize::gather_unsupported(p), std::nullopt);
+}
+
 // Every op with a gather form has geometries above: a new one needs its own there.
 TEST(Gather, EveryGatherVariantIsCoveredByTheseTests) {
   std::set<std::string> with_gather, covered;
