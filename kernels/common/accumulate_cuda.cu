@@ -12,12 +12,14 @@ namespace {
 
 // One thread per run of equal targets: out[t] += values[first..first+len) in order, each add
 // rounded once in T (half.h add(), the same code as the CPU's).
+// A run of key `targets` or more is padding (ordered() sized from the plan's bound): skipped.
 template <class T>
 __global__ void segment_sum_kernel(const std::uint32_t* unique_targets, const int* run_lengths,
-                                   const int* run_offsets, const int* runs, const T* values, T* out) {
+                                   const int* run_offsets, const int* runs, std::size_t targets, const T* values, T* out) {
   const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (r >= *runs) return;
   const std::uint32_t t = unique_targets[r];
+  if (t >= targets) return;
   T acc = out[t];
   const int first = run_offsets[r], end = first + run_lengths[r];
   for (int i = first; i < end; ++i) acc = add(acc, values[i]);
@@ -40,8 +42,8 @@ void exclusive_sum(cudaStream_t stream, const unsigned long long* in, unsigned l
 template <class T>
 void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, T* out) {
   using V = SortValue<T>;
-  // 4. stable sort by target.
-  const int end_bit = bits_for(targets);
+  // 4. stable sort by target (keys 0..targets: the padding key too).
+  const int end_bit = bits_for(targets + 1);
   std::size_t temp_bytes = 0;
   D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.keys.get<std::uint32_t>(), b.keys_sorted.get<std::uint32_t>(),
                                                  b.values.get<V>(), b.values_sorted.get<V>(), m, 0, end_bit, stream));
@@ -73,7 +75,7 @@ void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t t
   // 6. one thread per segment, in order, onto what earlier waves left. (At most `m` segments;
   // threads past the run count exit.)
   segment_sum_kernel<T><<<blocks_for(static_cast<std::size_t>(m)), 256, 0, stream>>>(
-      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.starts.get<int>(), b.runs.get<int>(), b.values_sorted.get<T>(), out);
+      b.unique.get<std::uint32_t>(), b.lengths.get<int>(), b.starts.get<int>(), b.runs.get<int>(), targets, b.values_sorted.get<T>(), out);
   D9M_CUDA_CHECK_LAUNCH();
 }
 

@@ -37,7 +37,11 @@ Problem plan(const Params& p) {
   }
   in.push_back(op::f32("grad", {g.bags, g.dim}));
   if (g.per_sample_weights) in.push_back(op::f32("per_sample_weights", {g.indices}));
-  return Problem{std::move(in), op::f32("grad_weight", {g.num_embeddings, g.dim}), g};
+  Problem problem{std::move(in), op::f32("grad_weight", {g.num_embeddings, g.dim}), g};
+  // Mode max is in scatter form (MaxGrads: each bag and feature sends at most its max row's
+  // gradient), so its ordered forms get the bound; sum and mean sort rows of their own.
+  if (g.mode == Mode::max) return op::scattering(std::move(problem), {g.bags, g.dim}, "dim");
+  return problem;
 }
 
 constexpr unsigned kGradBinades = 16;

@@ -1,6 +1,7 @@
 // cuda.ordered in waves (kernels/common/accumulate_cuda.cuh): with a wave budget far below the
 // contributions, the device sort-and-sum in several waves still gives the host serial sum's bits.
-// The catalogue's configs fit one wave at the real budget, so only this test makes waves.
+// The catalogue's configs fit one wave at the real budget, so only this test makes waves. It also
+// runs the one-wave path sized from the plan's bound (no read-back), with exact and loose bounds.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -46,6 +47,26 @@ TEST(CudaOrderedWaves, AnyWaveBudgetGivesTheHostSerialBits) {
   }
   std::uint64_t emitted = 0;
   for (std::size_t s = 0; s < sources; ++s) emitted += s % 7;
+  // With the plan's bound stated (within the budget), one wave sized from the bound and padded
+  // past the emitted pairs, with no read-back: the same bits, whether the bound is exact or loose.
+  for (std::uint64_t bound : {emitted, emitted + 1, emitted + 12345, 2 * emitted}) {
+    ASSERT_EQ(cudaMemsetAsync(out, 0, targets * sizeof(float), stream), cudaSuccess);
+    accumulate::cuda::ordered(stream, sources, targets, out, UnevenScatter{}, bound);
+    std::vector<float> got(targets);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), out, targets * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(std::memcmp(got.data(), serial.data(), targets * sizeof(float)), 0) << "bound " << bound;
+  }
+  // A padded wave of nothing but padding (source 0 emits nothing) leaves the output as it was.
+  {
+    const std::vector<float> before(targets, 2.5f);
+    ASSERT_EQ(cudaMemcpyAsync(out, before.data(), targets * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
+    accumulate::cuda::ordered(stream, 1, targets, out, UnevenScatter{}, 5);
+    std::vector<float> got(targets);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), out, targets * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(got, before);
+  }
   EXPECT_THROW(accumulate::cuda::ordered(stream, sources, targets, out, UnevenScatter{}, emitted - 1, 1000), std::logic_error);
   cudaFree(out);
   cudaStreamDestroy(stream);
