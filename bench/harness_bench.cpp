@@ -22,7 +22,10 @@ namespace fs = std::filesystem;
 
 // Trial rows as the runner writes them: one transaction per case of state.range(0) trials, with
 // 32-hex digests and, for one trial in ten, diff stats.
-void BM_StoreInsertTrials(benchmark::State& state) {
+// Cases of state.range(0) trials into one store; one trial row in 10 has a diff, or every row
+// but the first (`every_trial_differs`: a nondeterministic case, where nearly every trial differs
+// from the first).
+void store_insert_trials(benchmark::State& state, bool every_trial_differs) {
   const std::string path = (fs::temp_directory_path() / ("d9m_bench_store_" + std::to_string(::getpid()) + ".sqlite")).string();
   for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
   d9m::Store store = d9m::Store::open(path, d9m::Store::Mode::read_write);
@@ -31,7 +34,9 @@ void BM_StoreInsertTrials(benchmark::State& state) {
   std::vector<d9m::TrialRecord> trials;
   for (std::int64_t t = 0; t < state.range(0); ++t)
     trials.push_back({t, t % 10 ? "0123456789abcdef0123456789abcdef" : "fedcba9876543210fedcba9876543210", 1000 + t,
-                      t % 10 ? std::nullopt : std::optional<d9m::DiffStats>(d9m::DiffStats{3, 0.5, 7, 11})});
+                      (every_trial_differs ? t > 0 : t % 10 == 0)
+                          ? std::optional<d9m::DiffStats>(d9m::DiffStats{3 + t % 50, 0.5 / static_cast<double>(1 + t), 7, 11})
+                          : std::nullopt});
   std::int64_t cases = 0;
   for (auto _ : state) {
     d9m::CaseRecord rec{"", "op", "cpu.atomic", "cpu", "cfg" + std::to_string(cases++), "cid", "{}", 1, "in", "float32", "[1]"};
@@ -42,8 +47,11 @@ void BM_StoreInsertTrials(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * state.range(0));
   for (const char* s : {"", "-wal", "-shm"}) fs::remove(path + s);
 }
+void BM_StoreInsertTrials(benchmark::State& state) { store_insert_trials(state, false); }
+void BM_StoreInsertTrialsEveryTrialDiffers(benchmark::State& state) { store_insert_trials(state, true); }
 // Real time: the chain is hashed on a second thread, whose CPU time the main thread's does not show.
 BENCHMARK(BM_StoreInsertTrials)->Arg(200)->Arg(2000)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_StoreInsertTrialsEveryTrialDiffers)->Arg(2000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The floor under BM_StoreInsertTrials: the same trial rows (precomputed chain links, no JSON,
 // no hashing) inserted by SQLite alone, one transaction of 2000 rows, in three layouts:
@@ -134,19 +142,24 @@ void BM_SqliteInsertFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_SqliteInsertFloor)->ArgName("layout")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The cost of one hash-chain link per trial row (canonical row + SHA-256), alone.
+// The cost of one hash-chain link per trial row (canonical row + SHA-256), alone. Arg 0: a row
+// without a diff (a trial equal to the first); 1: with one, as nearly every row of a
+// nondeterministic case has.
 void BM_ChainLinkPerTrial(benchmark::State& state) {
   const std::string run = d9m::random_run_id(), case_id = d9m::sha256_hex(std::string("case"));
   std::string link = d9m::Store::chain_start(run);
   std::int64_t t = 0;
+  const bool diff = state.range(0) != 0;
   for (auto _ : state) {
-    link = d9m::Store::chain_link(link, d9m::Store::canonical_trial(run, case_id, {t, "0123456789abcdef0123456789abcdef", 1000 + t, std::nullopt}));
+    const std::optional<d9m::DiffStats> d = diff ? std::optional<d9m::DiffStats>(d9m::DiffStats{t % 977, 0.000123 * static_cast<double>(t % 89), 3 + t % 11, t % 4096})
+                                                 : std::nullopt;
+    link = d9m::Store::chain_link(link, d9m::Store::canonical_trial(run, case_id, {t, "0123456789abcdef0123456789abcdef", 1000 + t, d}));
     ++t;
   }
   benchmark::DoNotOptimize(link);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ChainLinkPerTrial);
+BENCHMARK(BM_ChainLinkPerTrial)->Arg(0)->Arg(1);
 
 // A cheap op (bias_add_grad of one 4x4x4 row block) run directly: the baseline of the pair below.
 struct CheapCase {

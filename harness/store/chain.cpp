@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -139,13 +140,24 @@ void append_int(std::string& out, std::int64_t v) {
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, r.ptr);
 }
+// A double as nlohmann's dump writes it: its own shortest round-trip form (Grisu2, with ".0" on
+// integral values), or null where it is not finite. The unit test of the fast row holds the two
+// equal on edge values (negative zero, subnormals, the extremes, integral values).
+void append_double(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[64];
+  out.append(buf, nlohmann::detail::to_chars(buf, buf + sizeof buf, v));
+}
 }  // namespace
 
 std::string Store::canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
-  // The common row (hex ids and digest, no diff) written directly, byte for byte what the
-  // nlohmann dump below gives (a unit test holds the two equal): one row per trial is the
-  // store's hot path. Anything else takes the general path.
-  if (!t.diff && t.choice.empty() && plain(run_id) && plain(case_id) && plain(t.digest)) {
+  // The common row (hex ids, digest and choice; with or without a diff) written directly, byte
+  // for byte what the nlohmann dump below gives (a unit test holds the two equal): one row per
+  // trial is the store's hot path. Strings that JSON would escape take the general path.
+  if (plain(run_id) && plain(case_id) && plain(t.digest) && plain(t.choice)) {
     std::string out;
     out.reserve(32 + run_id.size() + case_id.size() + t.digest.size() + 40);
     out += "[\"trial\",\"";
@@ -158,7 +170,25 @@ std::string Store::canonical_trial(const std::string& run_id, const std::string&
     out += t.digest;
     out += "\",";
     append_int(out, t.elapsed_ns);
-    out += ",null]";
+    if (t.diff) {  // nearly every row of a nondeterministic case
+      out += ",[";
+      append_int(out, t.diff->count);
+      out += ',';
+      append_double(out, t.diff->max_abs);
+      out += ',';
+      append_int(out, t.diff->max_ulp);
+      out += ',';
+      append_int(out, t.diff->first_index);
+      out += ']';
+    } else {
+      out += ",null";
+    }
+    if (!t.choice.empty()) {  // an autotuning variant's choice
+      out += ",\"";
+      out += t.choice;
+      out += '"';
+    }
+    out += ']';
     return out;
   }
   return canonical_trial_general(run_id, case_id, t);

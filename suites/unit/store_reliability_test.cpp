@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -516,10 +520,35 @@ TEST(ChainRows, TheFastTrialRowIsExactlyTheGeneralOne) {
           EXPECT_EQ(Store::canonical_trial(run, cs, t), Store::canonical_trial_general(run, cs, t));
           ++checked;
         }
-  const TrialRecord with_diff{3, "aa", 5, DiffStats{2, 0.5, 7, 11}};
-  EXPECT_EQ(Store::canonical_trial(run, "c", with_diff), Store::canonical_trial_general(run, "c", with_diff));
+  // Rows with a diff (nearly every row of a nondeterministic case) and with a choice take the
+  // fast path too: its doubles must come out as nlohmann writes them, whatever the value.
+  const double doubles[] = {0.0, -0.0, 0.5, 1.0, -1.0, 3.0, 1e-300, 4.9e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+                            0.1, 1.0 / 3.0, 123456789.0, 1e21, 1e22, 9007199254740993.0, 6.103515625e-05, 65504.0, 3.4028234663852886e38,
+                            std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  const std::string choices[] = {"", "algo1", "engine_12", "a\"b", "x y", "caf\xc3\xa9"};
+  std::mt19937_64 rng(7);
+  std::vector<double> values(std::begin(doubles), std::end(doubles));
+  for (int i = 0; i < 2000; ++i) {  // and random bit patterns: every exponent, every mantissa
+    const std::uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    values.push_back(d);
+  }
+  int with_diff = 0;
+  for (double v : values)
+    for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, INT64_MAX, INT64_MIN})
+      for (const auto& choice : choices) {
+        TrialRecord t{3, "aa", 5, DiffStats{n, v, -n, 11}};
+        t.choice = choice;
+        ASSERT_EQ(Store::canonical_trial(run, "c", t), Store::canonical_trial_general(run, "c", t)) << v << " " << n << " " << choice;
+        ++with_diff;
+      }
   EXPECT_EQ(Store::canonical_trial("r", "c", {2, "ab", 7, std::nullopt}), R"(["trial","r","c",2,"ab",7,null])");
+  EXPECT_EQ(Store::canonical_trial("r", "c", {2, "ab", 7, DiffStats{3, 0.5, 7, 11}}), R"(["trial","r","c",2,"ab",7,[3,0.5,7,11]])");
+  EXPECT_EQ(Store::canonical_trial("r", "c", {2, "ab", 7, DiffStats{3, 2.0, 7, 11}}), R"(["trial","r","c",2,"ab",7,[3,2.0,7,11]])");
   EXPECT_GT(checked, 500);
+  EXPECT_GT(with_diff, 40000);
 }
 
 TEST(ChainRows, ALinkIsTheSha256OfThePreviousLinkANewlineAndTheRow) {
