@@ -23,6 +23,7 @@
 #include <string>
 
 #include "kernels/common/half.h"
+#include "kernels/common/keyed_lists.h"
 #include "kernels/common/hd.h"
 #include "kernels/registry.h"
 
@@ -226,19 +227,14 @@ D9M_HD inline int rows_touched(const Geometry& g, const float* boxes, const std:
   return ty.hi == ty.lo ? 1 : 2;
 }
 
-// The device gather's list of (image row, crop row) pairs: 2 * boxes * crop_h of them, with
-// 32-bit positions and keys (one key past the last image row for unused slots). The memory
-// bound, as the scatter gather's (scatter.h): keys and crop rows, sorted copies, row starts,
-// and CUB's scratch (a copy of the pairs plus its look-back state: 9 bytes a pair and 1 MiB).
+// The device gather lists 2 * boxes * crop_h (image row, crop row) pairs (keyed_lists.h).
 inline std::optional<std::string> gather_unsupported(const Problem& p) {
   const auto& g = p.geom<Geometry>();
-  if (2 * g.boxes * g.crop_h > 0x7fffffff) return "more than 2^31 - 1 (image row, crop row) pairs: the device gather's sort keeps 32-bit positions";
-  if (g.batch * g.h >= 0xffffffff) return "2^32 - 1 or more image rows: the device gather's sort keys are 32-bit";
-  return std::nullopt;
+  return keyed_lists::unsupported(static_cast<std::uint64_t>(2 * g.boxes * g.crop_h), static_cast<std::uint64_t>(g.batch * g.h),
+                                  "(image row, crop row) pairs", "image rows");
 }
 inline std::uint64_t gather_list_bytes(const Geometry& g) {
-  const auto pairs = static_cast<std::uint64_t>(2 * g.boxes * g.crop_h), rows = static_cast<std::uint64_t>(g.batch * g.h);
-  return 16 * pairs + 4 * (rows + 1) + 9 * pairs + (std::uint64_t{1} << 20);
+  return keyed_lists::bytes(static_cast<std::uint64_t>(2 * g.boxes * g.crop_h), static_cast<std::uint64_t>(g.batch * g.h));
 }
 
 inline Claim gather_claim() {

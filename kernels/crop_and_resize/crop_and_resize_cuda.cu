@@ -1,10 +1,9 @@
 // CUDA variants of the crop_and_resize family.
-#include <cub/device/device_radix_sort.cuh>
-
 #include <memory>
 
 #include "kernels/common/accumulate_cuda.cuh"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/keyed_lists_cuda.h"
 #include "kernels/common/elementwise_cuda.cuh"
 #include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
@@ -54,90 +53,40 @@ void grad_boxes(const KernelArgs& a, accumulate::Order o) {
 }
 
 // The gather form (crop_and_resize.h) on the device, with per-row lists as the CPU's: each call
-// keys every crop row's (at most two) touched image rows (key b * h + iy, or batch * h where the
-// slot is unused, so that those sort last), sorts the (key, crop row) pairs with CUB's radix sort,
-// which is stable (an image row's crop rows stay in increasing (k, y), the reference order),
-// finds each image row's start by binary search in the sorted keys, then runs a thread per
-// (image row, channel) over its own crop rows only. The number of pairs, 2 * boxes * crop_h, is
-// the plan's, so every buffer and CUB's scratch come from prepare(): no allocation and no host
-// round trip per trial. Before, each thread offered itself every crop row of every box, a cost
-// that grew with image rows times boxes (the CPU form measured 100x its scatter form that way).
-struct GatherLists {
-  DeviceBuffer keys, keys_sorted, crop_rows, crop_rows_sorted, row_start, scratch;
-  std::size_t scratch_bytes = 0;
-  int end_bit = 1;  // the keys' significant bits: 0..batch * h
-};
-
-std::size_t list_pairs(const Geometry& g) { return static_cast<std::size_t>(2 * g.boxes * g.crop_h); }
-
-std::shared_ptr<GatherLists> gather_lists(const Problem& p, cudaStream_t stream) {
-  const auto& g = p.geom<Geometry>();
-  const std::size_t pairs = list_pairs(g);
-  const auto image_rows = static_cast<std::uint64_t>(g.batch * g.h);
-  auto l = std::make_shared<GatherLists>();
-  l->keys = DeviceBuffer(4 * pairs, stream);
-  l->keys_sorted = DeviceBuffer(4 * pairs, stream);
-  l->crop_rows = DeviceBuffer(4 * pairs, stream);
-  l->crop_rows_sorted = DeviceBuffer(4 * pairs, stream);
-  l->row_start = DeviceBuffer(4 * (image_rows + 1), stream);
-  while (l->end_bit < 32 && (std::uint64_t{1} << l->end_bit) <= image_rows) ++l->end_bit;
-  if (pairs > 0) {
-    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, l->scratch_bytes, l->keys.get<std::uint32_t>(), l->keys_sorted.get<std::uint32_t>(),
-                                                   l->crop_rows.get<std::int32_t>(), l->crop_rows_sorted.get<std::int32_t>(),
-                                                   static_cast<int>(pairs), 0, l->end_bit, stream));
-    l->scratch = DeviceBuffer(l->scratch_bytes, stream);
-  }
-  return l;
-}
-
+// keys every crop row's (at most two) touched image rows (item 2 * (k * crop_h + y) + slot, key
+// b * h + iy, or none where the slot is unused), lists the items per image row
+// (keyed_lists_cuda.h: a stable sort, so an image row's crop rows stay in increasing (k, y), the
+// reference order), then runs a thread per (image row, channel) over its own crop rows only.
+// The number of items, 2 * boxes * crop_h, is the plan's, so the lists' buffers come from
+// prepare(): no allocation and no host round trip per trial. Before, each thread offered itself
+// every crop row of every box, a cost that grew with image rows times boxes (the CPU form
+// measured 100x its scatter form that way).
 template <class T>
 void grad_image_gathered(const KernelArgs& a) {
   const Geometry g = a.problem.geom<Geometry>();
-  auto& l = *static_cast<GatherLists*>(a.state);
+  auto& lists = *static_cast<cuda::KeyedLists*>(a.state);
   T* out = a.out<T>();
   const float* grads = a.in<float>(0);
   const float* boxes = a.in<float>(1);
   const std::int32_t* box_ind = a.in<std::int32_t>(2);
-  const std::size_t pairs = list_pairs(g);
-  const auto none = static_cast<std::uint32_t>(g.batch * g.h);
-  std::uint32_t* keys = l.keys.get<std::uint32_t>();
-  const std::uint32_t* keys_sorted = l.keys_sorted.get<std::uint32_t>();
-  std::int32_t* crop_rows = l.crop_rows.get<std::int32_t>();
-  const std::int32_t* crop_rows_sorted = l.crop_rows_sorted.get<std::int32_t>();
-  std::int32_t* row_start = l.row_start.get<std::int32_t>();
-  // Pair 2 * (k * crop_h + y) + slot: crop row (k, y) and the slot-th image row it touches.
-  cuda::for_each_index(a, pairs / 2, [=] __device__(std::size_t cr) {
+  std::uint32_t* keys = lists.item_keys();
+  const std::uint32_t none = lists.none();
+  cuda::for_each_index(a, static_cast<std::size_t>(g.boxes * g.crop_h), [=] __device__(std::size_t cr) {
     const I k = static_cast<I>(cr) / g.crop_h, y = static_cast<I>(cr) % g.crop_h;
     I rows[2];
     // A box of no image (box_ind out of range) has no row to gather into, as on the CPU.
     const int n = box_ind[k] < 0 || box_ind[k] >= g.batch ? 0 : rows_touched(g, boxes, box_ind, k, y, rows);
-    for (int slot = 0; slot < 2; ++slot) {
-      keys[2 * cr + slot] = slot < n ? static_cast<std::uint32_t>(box_ind[k] * g.h + rows[slot]) : none;
-      crop_rows[2 * cr + slot] = static_cast<std::int32_t>(cr);
-    }
+    for (int slot = 0; slot < 2; ++slot) keys[2 * cr + slot] = slot < n ? static_cast<std::uint32_t>(box_ind[k] * g.h + rows[slot]) : none;
   });
-  if (pairs > 0) {
-    std::size_t scratch_bytes = l.scratch_bytes;
-    D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(l.scratch.get(), scratch_bytes, keys, l.keys_sorted.get<std::uint32_t>(), crop_rows,
-                                                   l.crop_rows_sorted.get<std::int32_t>(), static_cast<int>(pairs), 0, l.end_bit,
-                                                   cuda::stream_of(a)));
-  }
-  // row_start[r]: the first sorted position whose key is r or more (row_start[none]: the pairs kept).
-  cuda::for_each_index(a, static_cast<std::size_t>(none) + 1, [=] __device__(std::size_t r) {
-    std::size_t lo = 0, hi = pairs;
-    while (lo < hi) {
-      const std::size_t mid = lo + (hi - lo) / 2;
-      if (keys_sorted[mid] < r) lo = mid + 1;
-      else hi = mid;
-    }
-    row_start[r] = static_cast<std::int32_t>(lo);
-  });
+  lists.list(cuda::stream_of(a));
+  const std::int32_t* items = lists.items_by_key();
+  const std::int32_t* row_start = lists.starts();
   cuda::for_each_index(a, static_cast<std::size_t>(g.batch * g.h * g.c), [=] __device__(std::size_t i) {
     const I c = static_cast<I>(i) % g.c, r = static_cast<I>(i) / g.c;
     T* row = out + r * g.w * g.c;
     for (I x = 0; x < g.w; ++x) row[x * g.c + c] = T{0};
     for (std::int32_t j = row_start[r]; j < row_start[r + 1]; ++j) {
-      const I cr = crop_rows_sorted[j];
+      const I cr = items[j] / 2;  // the crop row of item 2 * cr + slot
       gather_crop_row(g, grads, boxes, box_ind, cr / g.crop_h, cr % g.crop_h, r / g.h, r % g.h, c, c + 1, row);
     }
   });
@@ -150,8 +99,11 @@ D9M_REGISTER_VARIANTS({{.op = "crop_and_resize_grad_image", .name = "cuda.gather
                         .unsupported = [](const Problem& p) { return gather_unsupported(p); },
                         .run = typed([](const KernelArgs& a, auto tag) { grad_image_gathered<decltype(tag)>(a); }),
                         .prepare = [](const Problem& p, const ExecContext& e) {
-                          auto l = gather_lists(p, static_cast<cudaStream_t>(e.stream));
-                          return Prepared{std::shared_ptr<void>(l, l.get()), std::nullopt};
+                          const auto& g = p.geom<Geometry>();
+                          auto lists = std::make_shared<cuda::KeyedLists>(static_cast<std::size_t>(2 * g.boxes * g.crop_h),
+                                                                          static_cast<std::uint64_t>(g.batch * g.h),
+                                                                          static_cast<cudaStream_t>(e.stream));
+                          return Prepared{std::shared_ptr<void>(lists, lists.get()), std::nullopt};
                         },
                         .bit_equal_to = "cpu.serial",
                         .memory = [](const Problem& p) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/common/half.h"
+#include "kernels/common/keyed_lists.h"
 #include "kernels/registry.h"
 #include "kernels/common/hd.h"
 
@@ -88,22 +89,21 @@ inline Claim gather_claim() {
           "the update rows' indices sorted by destination in every call (stable; timed with the op), then each output "
           "sums its own rows in the reference order: no atomics, memory of the indices only"};
 }
-// The sort's positions are 32-bit; on the device its keys are too, with one key past the last
-// destination for the dropped rows.
+// The sort's positions are 32-bit on both backends; on the device its keys are too, with one key
+// past the last destination for the dropped rows (keyed_lists.h).
 inline std::optional<std::string> gather_unsupported(const Problem& p, bool device) {
   const auto& g = p.geom<Geometry>();
-  if (g.updates > 0x7fffffff) return "more than 2^31 - 1 update rows: the gather form's sort keeps 32-bit positions";
-  if (device && g.destinations >= 0xffffffff) return "2^32 - 1 or more destination rows: the device sort's keys are 32-bit";
+  const auto u = static_cast<std::uint64_t>(g.updates), r = static_cast<std::uint64_t>(g.destinations);
+  if (device) return keyed_lists::unsupported(u, r, "update rows", "destination rows");
+  if (u > 0x7fffffff) return "more than 2^31 - 1 update rows: the gather form's sort keeps 32-bit positions";
   return std::nullopt;
 }
 
-// The gather form's buffers, from the plan: the sorted rows and row starts on both backends, the
-// device's sort keys and CUB's scratch too. CUB's radix sort takes a copy of the pairs (8 bytes a
-// row) plus its decoupled look-back state (about 0.12 bytes a row on sm_90): 9 bytes a row and
-// 1 MiB is a bound, not the exact figure.
+// The gather form's buffers, from the plan: on the device the keyed lists (keyed_lists.h); on the
+// CPU the sorted rows, the row starts and the counting sort's ranges per chunk.
 inline std::uint64_t gather_bytes(const Geometry& g, bool device) {
   const auto u = static_cast<std::uint64_t>(g.updates), r = static_cast<std::uint64_t>(g.destinations);
-  return device ? 4 * (r + 1) + 16 * u + 9 * u + (std::uint64_t{1} << 20) : 4 * (r + 1) + 8 * u + 8 * 256 * (u / 16384 + 1);
+  return device ? keyed_lists::bytes(u, r) : 4 * (r + 1) + 8 * u + 8 * 256 * (u / 16384 + 1);
 }
 
 }  // namespace d9m::scatter
