@@ -40,10 +40,10 @@ void exclusive_sum(cudaStream_t stream, const unsigned long long* in, unsigned l
 }
 
 template <class T>
-void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, T* out) {
+void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, bool padded, T* out) {
   using V = SortValue<T>;
-  // 4. stable sort by target (keys 0..targets: the padding key too).
-  const int end_bit = bits_for(targets + 1);
+  // 4. stable sort by target (keys 0..targets where padded: the padding key too).
+  const int end_bit = bits_for(padded ? targets + 1 : targets);
   std::size_t temp_bytes = 0;
   D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, b.keys.get<std::uint32_t>(), b.keys_sorted.get<std::uint32_t>(),
                                                  b.values.get<V>(), b.values_sorted.get<V>(), m, 0, end_bit, stream));
@@ -79,11 +79,11 @@ void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t t
   D9M_CUDA_CHECK_LAUNCH();
 }
 
-template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, float*);
-template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, double*);
-template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, Half*);
-template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, BFloat16*);
-template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, std::int32_t*);
+template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, float*);
+template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, double*);
+template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, Half*);
+template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, BFloat16*);
+template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, std::int32_t*);
 
 std::uint64_t ordered_buffer_bytes(const Problem& p) {
   const std::uint64_t m = p.contributions == 0 ? kWaveContributions : std::min(p.contributions, kWaveContributions);

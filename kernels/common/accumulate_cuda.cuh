@@ -145,26 +145,27 @@ struct WaveBuffers {
 // Steps 4-6 for one wave: its m pairs (keys, values) sorted stably by target, then each target's
 // values added in order onto out. Keys equal to `targets` (padding) sort last and are skipped. Instantiated in accumulate_cuda.cu for float, double, Half,
 // BFloat16 and int32 values.
+// `padded`: the keys may hold `targets` too, so the sort takes one more bit where that needs it.
 template <class T>
-void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, T* out);
-extern template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, float*);
-extern template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, double*);
-extern template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, Half*);
-extern template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, BFloat16*);
-extern template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, std::int32_t*);
+void sort_and_add_wave(cudaStream_t stream, WaveBuffers& b, int m, std::size_t targets, bool padded, T* out);
+extern template void sort_and_add_wave<float>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, float*);
+extern template void sort_and_add_wave<double>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, double*);
+extern template void sort_and_add_wave<Half>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, Half*);
+extern template void sort_and_add_wave<BFloat16>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, BFloat16*);
+extern template void sort_and_add_wave<std::int32_t>(cudaStream_t, WaveBuffers&, int, std::size_t, bool, std::int32_t*);
 
 // Step 2: out[i] = sum of in[0..i) over n items (CUB's exclusive scan, in accumulate_cuda.cu).
 void exclusive_sum(cudaStream_t stream, const unsigned long long* in, unsigned long long* out, std::size_t n);
 
 template <class T, class En>
 void ordered_wave(cudaStream_t stream, WaveBuffers& b, std::size_t first, std::size_t count, const unsigned long long* offsets,
-                  unsigned long long base, int m, std::size_t targets, T* out, En en) {
+                  unsigned long long base, int m, std::size_t targets, bool padded, T* out, En en) {
   // 3. pairs in reference order.
   write_kernel<T><<<blocks_for(count), 256, 0, stream>>>(first, count, offsets, base, static_cast<unsigned long long>(m),
                                                          b.keys.get<std::uint32_t>(), b.values.get<T>(), en);
   D9M_CUDA_CHECK_LAUNCH();
   // 4-6. stable sort by target, segments of equal targets, one thread per segment in order.
-  sort_and_add_wave(stream, b, m, targets, out);
+  sort_and_add_wave(stream, b, m, targets, padded, out);
 }
 
 // `bound` is the problem's Problem::contributions (0: not stated): exceeding it is a bug in the
@@ -196,7 +197,7 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
     pad_keys_kernel<<<blocks_for(m), 256, 0, stream>>>(b.keys.get<std::uint32_t>(), m, offsets.get<unsigned long long>() + sources,
                                                        static_cast<std::uint32_t>(targets));
     D9M_CUDA_CHECK_LAUNCH();
-    ordered_wave(stream, b, 0, sources, offsets.get<unsigned long long>(), 0, static_cast<int>(m), targets, out, en);
+    ordered_wave(stream, b, 0, sources, offsets.get<unsigned long long>(), 0, static_cast<int>(m), targets, true, out, en);
     return;
   }
   unsigned long long total = 0;
@@ -209,7 +210,7 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
                            std::to_string(bound) + ")");
   if (total <= budget) {
     WaveBuffers b(static_cast<std::size_t>(total), sizeof(T), stream);
-    ordered_wave(stream, b, 0, sources, offsets.get<unsigned long long>(), 0, static_cast<int>(total), targets, out, en);
+    ordered_wave(stream, b, 0, sources, offsets.get<unsigned long long>(), 0, static_cast<int>(total), targets, false, out, en);
     return;
   }
   // Waves: the largest runs of whole sources whose contributions fit the budget (a source beyond
@@ -238,7 +239,7 @@ void ordered(cudaStream_t stream, std::size_t sources, std::size_t targets, T* o
   for (const auto& [first, end] : waves) {
     const unsigned long long m = host_offsets[end] - host_offsets[first];
     if (m == 0) continue;
-    ordered_wave(stream, b, first, end - first, offsets.get<unsigned long long>(), host_offsets[first], static_cast<int>(m), targets, out, en);
+    ordered_wave(stream, b, first, end - first, offsets.get<unsigned long long>(), host_offsets[first], static_cast<int>(m), targets, false, out, en);
   }
 }
 

@@ -539,7 +539,7 @@ TEST(ChainRows, TheFastTrialRowIsExactlyTheGeneralOne) {
   for (double v : values)
     for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, INT64_MAX, INT64_MIN})
       for (const auto& choice : choices) {
-        TrialRecord t{3, "aa", 5, DiffStats{n, v, -n, 11}};
+        TrialRecord t{3, "aa", 5, DiffStats{n, v, n == INT64_MIN ? INT64_MAX : -n, 11}};  // (-INT64_MIN overflows)
         t.choice = choice;
         ASSERT_EQ(Store::canonical_trial(run, "c", t), Store::canonical_trial_general(run, "c", t)) << v << " " << n << " " << choice;
         ++with_diff;
