@@ -101,6 +101,16 @@ TEST(TorchBackend, EveryTorchVariantComputesTheOpOfTheSerialReference) {
 class TorchWorkerFaults : public test::ScratchDirTest {
  protected:
   TorchWorkerFaults() : ScratchDirTest("torch_backend") {}
+  // Runs v's case of 3 trials on ex, which must fail with an error that says `reason`.
+  static void expect_case_fails(TorchExecutor& ex, const VariantDef& v, const CatalogConfig& cc, const std::vector<HostTensor>& inputs,
+                                const std::string& reason, const std::string& if_it_passes) {
+    try {
+      ex.run(v, cc.problem, inputs, 3, false, nullptr);
+      ADD_FAILURE() << if_it_passes;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+  }
   // A d9m_torch in the scratch folder whose worker misbehaves as $FAKE_MODE says; plain Python,
   // no PyTorch needed. D9M_PYTHONPATH points the executor at it.
   void write_fake_worker() {
@@ -137,22 +147,12 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   {
     TorchExecutor ex(1);
     EXPECT_EQ(ex.unavailable(), std::nullopt);
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a dead worker passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("exited with status 3"), std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "exited with status 3", "a dead worker passed");
   }
   ::setenv("FAKE_MODE", "short", 1);
   {
     TorchExecutor ex(1);
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a short output passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("is not 256 bytes"), std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "is not 256 bytes", "a short output passed");
   }
   // A trial that hangs: with a timeout (what cases run without worker isolation get), the worker
   // is killed and the case fails with the reason, well before the hang would end.
@@ -161,13 +161,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   {
     TorchExecutor ex(1, 0.5);
     const auto t0 = std::chrono::steady_clock::now();
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a hanging trial passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("watchdog: the PyTorch worker did not answer within 0.5 s while running trial"),
-                std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "watchdog: the PyTorch worker did not answer within 0.5 s while running trial", "a hanging trial passed");
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
     std::ifstream pid_file(path("pid"));
     pid_t pid = 0;
@@ -180,12 +174,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   {
     TorchExecutor ex(1, 0.5);
     EXPECT_EQ(ex.unavailable(), std::nullopt);
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a worker that never started passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("did not answer within 0.5 s while starting"), std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "did not answer within 0.5 s while starting", "a worker that never started passed");
   }
   // A worker that closes its output but does not exit fails the case at once, watchdog or not:
   // waiting for its exit once blocked for as long as it lived.
@@ -193,12 +182,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatDiesOrWritesTooLittleFailsTheCaseWithTheRea
   {
     TorchExecutor ex(1);
     const auto t0 = std::chrono::steady_clock::now();
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a worker that closed its output passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("closed its output while running trial"), std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "closed its output while running trial", "a worker that closed its output passed");
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
     std::ifstream pid_file(path("pid"));
     pid_t pid = 0;
@@ -242,12 +226,7 @@ TEST_F(TorchWorkerFaults, AWorkerThatStreamsWithoutANewlineFailsTheCaseWithoutAW
   const VariantDef& v = *Registry::global().find_variant("relu", "torch.default");
   {
     TorchExecutor ex(1);
-    try {
-      ex.run(v, cc.problem, inputs, 3, false, nullptr);
-      ADD_FAILURE() << "a flooding worker passed";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("sent over 16 MiB without a newline while running trial"), std::string::npos) << e.what();
-    }
+    expect_case_fails(ex, v, cc, inputs, "sent over 16 MiB without a newline while running trial", "a flooding worker passed");
   }
   ::unsetenv("FAKE_MODE");
   ::unsetenv("D9M_PYTHONPATH");
