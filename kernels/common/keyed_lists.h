@@ -1,5 +1,6 @@
 // What the device's keyed lists (keyed_lists_cuda.h) can hold and what they cost, in plain C++ so
-// that the plan's checks and the memory estimates compile without CUDA (and are tested there).
+// that the plans' checks and the memory estimates compile without CUDA (gather_test.cpp tests the
+// crop_and_resize and scatter plans' limits, and crop_and_resize's figure, on the CPU).
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -29,12 +29,21 @@ __global__ void starts_kernel(const std::uint32_t* keys_sorted, std::size_t item
 
 }  // namespace
 
-KeyedLists::KeyedLists(std::size_t items, std::uint64_t keys, cudaStream_t stream)
-    : items_(items), key_count_(keys), keys_(4 * items, stream), keys_sorted_(4 * items, stream), items_in_(4 * items, stream),
-      items_sorted_(4 * items, stream), starts_(4 * (keys + 1), stream) {
+// Refused before anything is allocated (the variants refuse such plans earlier still, through
+// their `unsupported`): a plan past the limits would otherwise first ask for gigabytes.
+std::size_t KeyedLists::checked(std::size_t items, std::uint64_t keys) {
   if (const auto why = keyed_lists::unsupported(items, keys, "items", "keys")) throw Unsupported(*why);
+  return items;
+}
+
+KeyedLists::KeyedLists(std::size_t items, std::uint64_t keys, cudaStream_t stream)
+    : stream_(stream), items_(checked(items, keys)), key_count_(keys), keys_(4 * items, stream), keys_sorted_(4 * items, stream),
+      items_in_(4 * items, stream), items_sorted_(4 * items, stream), starts_(4 * (keys + 1), stream) {
   while (end_bit_ < 32 && (std::uint64_t{1} << end_bit_) <= keys) ++end_bit_;
   if (items > 0) {
+    // The item numbers, once: the sort reads them and writes its sorted copy elsewhere.
+    number_items_kernel<<<blocks_for(items), 256, 0, stream>>>(items_in_.get<std::int32_t>(), items);
+    D9M_CUDA_CHECK_LAUNCH();
     D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, scratch_bytes_, keys_.get<std::uint32_t>(), keys_sorted_.get<std::uint32_t>(),
                                                    items_in_.get<std::int32_t>(), items_sorted_.get<std::int32_t>(), static_cast<int>(items),
                                                    0, end_bit_, stream));
@@ -42,10 +51,9 @@ KeyedLists::KeyedLists(std::size_t items, std::uint64_t keys, cudaStream_t strea
   }
 }
 
-void KeyedLists::list(cudaStream_t stream) {
+void KeyedLists::list() {
+  cudaStream_t stream = stream_;
   if (items_ > 0) {
-    number_items_kernel<<<blocks_for(items_), 256, 0, stream>>>(items_in_.get<std::int32_t>(), items_);
-    D9M_CUDA_CHECK_LAUNCH();
     std::size_t scratch_bytes = scratch_bytes_;
     D9M_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch_.get(), scratch_bytes, keys_.get<std::uint32_t>(), keys_sorted_.get<std::uint32_t>(),
                                                    items_in_.get<std::int32_t>(), items_sorted_.get<std::int32_t>(), static_cast<int>(items_),

@@ -25,8 +25,9 @@ class KeyedLists {
   std::uint32_t* item_keys() const { return keys_.get<std::uint32_t>(); }
   std::uint32_t none() const { return static_cast<std::uint32_t>(key_count_); }
 
-  // Sorts the items by key and finds each key's start, enqueued on `stream`.
-  void list(cudaStream_t stream);
+  // Sorts the items by key and finds each key's start, enqueued on the stream the lists were made
+  // on (the one their buffers belong to).
+  void list();
 
   // After list(): the items of key k are items_by_key()[starts()[k] .. starts()[k + 1]), in
   // increasing order (starts() has keys + 1 entries; the last is how many items are listed).
@@ -34,6 +35,8 @@ class KeyedLists {
   const std::int32_t* starts() const { return starts_.get<std::int32_t>(); }
 
  private:
+  static std::size_t checked(std::size_t items, std::uint64_t keys);  // items, or throws Unsupported
+  cudaStream_t stream_;
   std::size_t items_ = 0;
   std::uint64_t key_count_ = 0;
   int end_bit_ = 1;  // the keys' significant bits: 0..keys

@@ -78,7 +78,7 @@ void grad_image_gathered(const KernelArgs& a) {
     const int n = box_ind[k] < 0 || box_ind[k] >= g.batch ? 0 : rows_touched(g, boxes, box_ind, k, y, rows);
     for (int slot = 0; slot < 2; ++slot) keys[2 * cr + slot] = slot < n ? static_cast<std::uint32_t>(box_ind[k] * g.h + rows[slot]) : none;
   });
-  lists.list(cuda::stream_of(a));
+  lists.list();
   const std::int32_t* items = lists.items_by_key();
   const std::int32_t* row_start = lists.starts();
   cuda::for_each_index(a, static_cast<std::size_t>(g.batch * g.h * g.c), [=] __device__(std::size_t i) {

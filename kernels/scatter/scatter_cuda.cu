@@ -56,7 +56,7 @@ void add_rows_gathered(const KernelArgs& a, std::size_t updates_input, Indexing 
     const std::int64_t d = destination(g, indices, indexing, u);
     keys[u] = d < 0 ? none : static_cast<std::uint32_t>(d);
   });
-  lists.list(cuda::stream_of(a));
+  lists.list();
   const T* upd = a.in<T>(updates_input);
   const T* ref = init_from_ref ? a.in<T>(0) : nullptr;
   T* out = a.out<T>();

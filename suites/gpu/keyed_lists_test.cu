@@ -18,15 +18,17 @@ TEST(CudaKeyedLists, ListEveryKeysItemsInIncreasingOrderAsAHostStableSort) {
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   std::mt19937 rng(3);
-  // Few keys (long lists), many keys (most empty), one key, and no items.
-  for (const auto& [items, keys] : std::vector<std::pair<std::size_t, std::uint32_t>>{{5000, 7}, {3000, 100000}, {257, 1}, {0, 5}, {1, 3}}) {
+  // Few keys (long lists), many keys (most empty), one key, no items, and key counts of a power
+  // of two (the unlisted key then needs the sort's top bit).
+  for (const auto& [items, keys] : std::vector<std::pair<std::size_t, std::uint32_t>>{
+           {5000, 7}, {3000, 100000}, {257, 1}, {0, 5}, {1, 3}, {1000, 8}, {5000, 256}, {4000, 65536}}) {
     std::vector<std::uint32_t> key(items);
     for (auto& k : key) k = std::uniform_int_distribution<std::uint32_t>(0, keys)(rng);  // keys itself: none
     {
       cuda::KeyedLists lists(items, keys, stream);
       ASSERT_EQ(lists.none(), keys);
       if (items) ASSERT_EQ(cudaMemcpyAsync(lists.item_keys(), key.data(), 4 * items, cudaMemcpyHostToDevice, stream), cudaSuccess);
-      lists.list(stream);
+      lists.list();
       std::vector<std::int32_t> by_key(items), starts(keys + 1);
       if (items) ASSERT_EQ(cudaMemcpyAsync(by_key.data(), lists.items_by_key(), 4 * items, cudaMemcpyDeviceToHost, stream), cudaSuccess);
       ASSERT_EQ(cudaMemcpyAsync(starts.data(), lists.starts(), 4 * (keys + 1), cudaMemcpyDeviceToHost, stream), cudaSuccess);

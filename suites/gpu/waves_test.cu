@@ -26,6 +26,15 @@ struct UnevenScatter {
   }
 };
 
+// UnevenScatter's sources and values, into 128 targets.
+struct PowerOfTwoScatter {
+  static constexpr std::size_t kTargets = 128;
+  template <class Emit>
+  __device__ void operator()(std::size_t s, Emit& emit) const {
+    for (std::size_t k = 0; k < s % 7; ++k) emit((s * 31 + k * 17) % kTargets, value_of(s, k));
+  }
+};
+
 TEST(CudaOrderedWaves, AnyWaveBudgetGivesTheHostSerialBits) {
   if (const auto why = make_cuda_executor()->unavailable()) GTEST_SKIP() << *why;
   const std::size_t sources = 20000, targets = 97;
@@ -56,6 +65,22 @@ TEST(CudaOrderedWaves, AnyWaveBudgetGivesTheHostSerialBits) {
     ASSERT_EQ(cudaMemcpyAsync(got.data(), out, targets * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     EXPECT_EQ(std::memcmp(got.data(), serial.data(), targets * sizeof(float)), 0) << "bound " << bound;
+  }
+  // Targets a power of two: the padding key (= targets) needs the sort's next bit.
+  {
+    constexpr std::size_t kTargets = PowerOfTwoScatter::kTargets;
+    std::vector<float> serial128(kTargets, 0.0f);
+    for (std::size_t s = 0; s < sources; ++s)
+      for (std::size_t k = 0; k < s % 7; ++k) serial128[(s * 31 + k * 17) % kTargets] += value_of(s, k);
+    float* out128 = nullptr;
+    ASSERT_EQ(cudaMalloc(&out128, kTargets * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(out128, 0, kTargets * sizeof(float), stream), cudaSuccess);
+    accumulate::cuda::ordered(stream, sources, kTargets, out128, PowerOfTwoScatter{}, emitted + 3);
+    std::vector<float> got(kTargets);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), out128, kTargets * sizeof(float), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    cudaFree(out128);
+    EXPECT_EQ(std::memcmp(got.data(), serial128.data(), kTargets * sizeof(float)), 0) << "128 targets";
   }
   // A padded wave of nothing but padding (source 0 emits nothing) leaves the output as it was.
   {
