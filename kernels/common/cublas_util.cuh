@@ -3,6 +3,8 @@
 #pragma once
 #include <cublas_api.h>
 
+#include "kernels/common/vendor_libs.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -12,9 +14,9 @@ namespace d9m::cublas {
 
 inline void check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED) throw Unsupported(std::string("cuBLAS: ") + call + ": " + cublasGetStatusString(s));
-  throw std::runtime_error(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + cublasGetStatusName(s) +
-                           " (" + cublasGetStatusString(s) + ")");
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) throw Unsupported(std::string("cuBLAS: ") + call + ": " + vendor::cublas().cublasGetStatusString(s));
+  throw std::runtime_error(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + vendor::cublas().cublasGetStatusName(s) +
+                           " (" + vendor::cublas().cublasGetStatusString(s) + ")");
 }
 
 }  // namespace d9m::cublas

@@ -7,6 +7,8 @@
 #pragma once
 #include <cusparse.h>
 
+#include "kernels/common/vendor_libs.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -15,7 +17,7 @@
 namespace d9m::cusparse {
 
 inline std::string describe(cusparseStatus_t s, const char* call) {
-  return std::string("cuSPARSE: ") + call + ": " + cusparseGetErrorName(s) + " (" + cusparseGetErrorString(s) + ")";
+  return std::string("cuSPARSE: ") + call + ": " + vendor::cusparse().cusparseGetErrorName(s) + " (" + vendor::cusparse().cusparseGetErrorString(s) + ")";
 }
 
 inline void check(cusparseStatus_t s, const char* call, const char* file, int line) {

@@ -104,7 +104,7 @@ struct BlasState {
       if (done[i]) cudaEventDestroy(done[i]);
       if (streams[i]) cudaStreamDestroy(streams[i]);
     }
-    if (handle) cublasDestroy(handle);
+    if (handle) vendor::cublas().cublasDestroy(handle);
   }
 };
 
@@ -112,8 +112,8 @@ enum class Streams { one, rotating, rotating_with_workspaces };
 
 Prepared prepare_blas(const Problem& p, const ExecContext& exec, Streams mode) {
   auto st = std::make_shared<BlasState>();
-  D9M_CUBLAS_CHECK(cublasCreate(&st->handle));
-  D9M_CUBLAS_CHECK(cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasCreate(&st->handle));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)));
   st->compute = compute_type(p);
   (void)call_of(p.geom<Geometry>());  // sizes cuBLAS cannot take are UNSUPPORTED before any trial
   if (mode != Streams::one) {
@@ -134,10 +134,10 @@ void gemm(const KernelArgs& a, cublasHandle_t h, cublasComputeType_t compute) {
   const bool f64 = a.problem.dtype == DType::f64;
   static const Scalars s;
   if (g.batch == 1)
-    D9M_CUBLAS_CHECK(cublasGemmEx(h, c.op_first, c.op_second, c.n, c.m, c.k, s.one(f64), a.inputs[1], t, c.ld_first, a.inputs[0], t,
+    D9M_CUBLAS_CHECK(vendor::cublas().cublasGemmEx(h, c.op_first, c.op_second, c.n, c.m, c.k, s.one(f64), a.inputs[1], t, c.ld_first, a.inputs[0], t,
                             c.ld_second, s.zero(f64), a.output, t, c.ldc, compute, CUBLAS_GEMM_DEFAULT));
   else
-    D9M_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, c.op_first, c.op_second, c.n, c.m, c.k, s.one(f64), a.inputs[1], t, c.ld_first,
+    D9M_CUBLAS_CHECK(vendor::cublas().cublasGemmStridedBatchedEx(h, c.op_first, c.op_second, c.n, c.m, c.k, s.one(f64), a.inputs[1], t, c.ld_first,
                                           c.stride_first, a.inputs[0], t, c.ld_second, c.stride_second, s.zero(f64), a.output,
                                           t, c.ldc, c.stride_c, c.batch, compute, CUBLAS_GEMM_DEFAULT));
 }
@@ -152,8 +152,8 @@ void run_blas(const KernelArgs& a, Streams mode) {
   const cudaStream_t trial = cuda::stream_of(a);
   D9M_CUDA_CHECK(cudaEventRecord(st.ready[i], trial));
   D9M_CUDA_CHECK(cudaStreamWaitEvent(st.streams[i], st.ready[i], 0));
-  D9M_CUBLAS_CHECK(cublasSetStream(st.handle, st.streams[i]));
-  if (mode == Streams::rotating_with_workspaces) D9M_CUBLAS_CHECK(cublasSetWorkspace(st.handle, st.workspaces[i], kStreamWorkspace));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasSetStream(st.handle, st.streams[i]));
+  if (mode == Streams::rotating_with_workspaces) D9M_CUBLAS_CHECK(vendor::cublas().cublasSetWorkspace(st.handle, st.workspaces[i], kStreamWorkspace));
   gemm(a, st.handle, st.compute);
   D9M_CUDA_CHECK(cudaEventRecord(st.done[i], st.streams[i]));
   D9M_CUDA_CHECK(cudaStreamWaitEvent(trial, st.done[i], 0));
@@ -173,22 +173,22 @@ struct LtState {
   void* workspace = nullptr;
   ~LtState() {
     if (workspace) cudaFree(workspace);
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (second) cublasLtMatrixLayoutDestroy(second);
-    if (first) cublasLtMatrixLayoutDestroy(first);
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    if (handle) cublasLtDestroy(handle);
+    if (pref) vendor::cublas_lt().cublasLtMatmulPreferenceDestroy(pref);
+    if (c) vendor::cublas_lt().cublasLtMatrixLayoutDestroy(c);
+    if (second) vendor::cublas_lt().cublasLtMatrixLayoutDestroy(second);
+    if (first) vendor::cublas_lt().cublasLtMatrixLayoutDestroy(first);
+    if (desc) vendor::cublas_lt().cublasLtMatmulDescDestroy(desc);
+    if (handle) vendor::cublas_lt().cublasLtDestroy(handle);
   }
 };
 
 cublasLtMatrixLayout_t layout(cudaDataType t, std::uint64_t rows, std::uint64_t cols, std::int64_t ld, int batch,
                               long long stride) {
   cublasLtMatrixLayout_t l = nullptr;
-  D9M_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
   if (batch > 1) {
-    D9M_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-    D9M_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+    D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
   }
   return l;
 }
@@ -197,7 +197,7 @@ template <class V>
 V algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
   V v{};
   std::size_t written = 0;
-  D9M_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written));
   return v;
 }
 
@@ -216,27 +216,27 @@ Prepared prepare_lt(int index, const Problem& p, const ExecContext&) {
   const Call c = call_of(g);
   const cudaDataType t = data_type(p.dtype);
   auto st = std::make_shared<LtState>();
-  D9M_CUBLAS_CHECK(cublasLtCreate(&st->handle));
-  D9M_CUBLAS_CHECK(cublasLtMatmulDescCreate(&st->desc, compute_type(p), p.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F));
-  D9M_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(st->desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.op_first, sizeof c.op_first));
-  D9M_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(st->desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.op_second, sizeof c.op_second));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtCreate(&st->handle));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulDescCreate(&st->desc, compute_type(p), p.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulDescSetAttribute(st->desc, CUBLASLT_MATMUL_DESC_TRANSA, &c.op_first, sizeof c.op_first));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulDescSetAttribute(st->desc, CUBLASLT_MATMUL_DESC_TRANSB, &c.op_second, sizeof c.op_second));
   // Column-major extents of the stored operands: B^T is N x K (ld N) or, transposed, K x N (ld K).
   st->first = c.op_first == CUBLAS_OP_N ? layout(t, c.n, c.k, c.ld_first, c.batch, c.stride_first)
                                         : layout(t, c.k, c.n, c.ld_first, c.batch, c.stride_first);
   st->second = c.op_second == CUBLAS_OP_N ? layout(t, c.k, c.m, c.ld_second, c.batch, c.stride_second)
                                           : layout(t, c.m, c.k, c.ld_second, c.batch, c.stride_second);
   st->c = layout(t, c.n, c.m, c.ldc, c.batch, c.stride_c);
-  D9M_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&st->pref));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulPreferenceCreate(&st->pref));
   const std::size_t ws = kLtWorkspace;
-  D9M_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(st->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulPreferenceSetAttribute(st->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   cublasLtMatmulHeuristicResult_t results[kHeuristicAlgos] = {};
   int returned = 0;
-  D9M_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(st->handle, st->desc, st->first, st->second, st->c, st->c, st->pref,
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmulAlgoGetHeuristic(st->handle, st->desc, st->first, st->second, st->c, st->c, st->pref,
                                             kHeuristicAlgos, results, &returned));
   if (index >= returned)
     throw Unsupported("cuBLASLt's heuristic returned " + std::to_string(returned) + " algorithm(s) for this config");
   if (results[index].state != CUBLAS_STATUS_SUCCESS)
-    throw Unsupported(std::string("cuBLASLt: heuristic result ") + cublasGetStatusString(results[index].state));
+    throw Unsupported(std::string("cuBLASLt: heuristic result ") + vendor::cublas().cublasGetStatusString(results[index].state));
   st->algo = results[index].algo;
   D9M_CUDA_CHECK(cudaMalloc(&st->workspace, kLtWorkspace));
   Claim claim = kReproducible;
@@ -253,7 +253,7 @@ void run_lt(const KernelArgs& a) {
   auto& st = *static_cast<LtState*>(a.state);
   static const Scalars s;
   const bool f64 = a.problem.dtype == DType::f64;
-  D9M_CUBLAS_CHECK(cublasLtMatmul(st.handle, st.desc, s.one(f64), a.inputs[1], st.first, a.inputs[0], st.second, s.zero(f64),
+  D9M_CUBLAS_CHECK(vendor::cublas_lt().cublasLtMatmul(st.handle, st.desc, s.one(f64), a.inputs[1], st.first, a.inputs[0], st.second, s.zero(f64),
                             a.output, st.c, a.output, st.c, &st.algo, st.workspace, kLtWorkspace, cuda::stream_of(a)));
 }
 

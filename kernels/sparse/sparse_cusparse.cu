@@ -159,12 +159,12 @@ struct State {
   const void* beta() const { return compute == CUDA_R_64F ? static_cast<const void*>(&beta64) : &beta32; }
 
   ~State() {
-    if (c) cusparseDestroyDnMat(c);
-    if (b) cusparseDestroyDnMat(b);
-    if (y) cusparseDestroyDnVec(y);
-    if (x) cusparseDestroyDnVec(x);
-    if (a) cusparseDestroySpMat(a);
-    if (handle) cusparseDestroy(handle);
+    if (c) vendor::cusparse().cusparseDestroyDnMat(c);
+    if (b) vendor::cusparse().cusparseDestroyDnMat(b);
+    if (y) vendor::cusparse().cusparseDestroyDnVec(y);
+    if (x) vendor::cusparse().cusparseDestroyDnVec(x);
+    if (a) vendor::cusparse().cusparseDestroySpMat(a);
+    if (handle) vendor::cusparse().cusparseDestroy(handle);
   }
 };
 
@@ -178,8 +178,8 @@ Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const 
   st->op_b = g.adjoint_b ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
   st->compute = p.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
   const cudaDataType type = data_type(p.dtype);
-  D9M_CUSPARSE_CHECK(cusparseCreate(&st->handle));
-  D9M_CUSPARSE_CHECK(cusparseSetStream(st->handle, stream));
+  D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreate(&st->handle));
+  D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSetStream(st->handle, stream));
 
   // One zeroed buffer as large as any operand stands in for all of them until the first call.
   std::size_t largest = p.output.bytes();
@@ -189,24 +189,24 @@ Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const 
   void* ph = st->placeholder.get();
 
   if (g.format == Format::csr)
-    D9M_CUSPARSE_CHECK(cusparseCreateCsr(&st->a, g.rows, g.cols, g.nnz, ph, ph, ph, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateCsr(&st->a, g.rows, g.cols, g.nnz, ph, ph, ph, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                          CUSPARSE_INDEX_BASE_ZERO, type));
   else
-    D9M_CUSPARSE_CHECK(cusparseCreateCoo(&st->a, g.rows, g.cols, g.nnz, ph, ph, ph, CUSPARSE_INDEX_32I,
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateCoo(&st->a, g.rows, g.cols, g.nnz, ph, ph, ph, CUSPARSE_INDEX_32I,
                                          CUSPARSE_INDEX_BASE_ZERO, type));
   std::size_t bytes = 0;
   if (routine == Routine::spmv) {
-    D9M_CUSPARSE_CHECK(cusparseCreateDnVec(&st->x, g.in_rows(), ph, type));
-    D9M_CUSPARSE_CHECK(cusparseCreateDnVec(&st->y, g.out_rows(), ph, type));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateDnVec(&st->x, g.in_rows(), ph, type));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateDnVec(&st->y, g.out_rows(), ph, type));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMV_bufferSize",
-                         cusparseSpMV_bufferSize(st->handle, st->op, st->alpha(), st->a, st->x, st->beta(), st->y, st->compute,
+                         vendor::cusparse().cusparseSpMV_bufferSize(st->handle, st->op, st->alpha(), st->a, st->x, st->beta(), st->y, st->compute,
                                                  static_cast<cusparseSpMVAlg_t>(alg.value), &bytes));
   } else {
-    if (g.adjoint_b) D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->b, g.n, g.in_rows(), g.in_rows(), ph, type, CUSPARSE_ORDER_ROW));
-    else D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->b, g.in_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
-    D9M_CUSPARSE_CHECK(cusparseCreateDnMat(&st->c, g.out_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
+    if (g.adjoint_b) D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateDnMat(&st->b, g.n, g.in_rows(), g.in_rows(), ph, type, CUSPARSE_ORDER_ROW));
+    else D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateDnMat(&st->b, g.in_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCreateDnMat(&st->c, g.out_rows(), g.n, g.n, ph, type, CUSPARSE_ORDER_ROW));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMM_bufferSize",
-                         cusparseSpMM_bufferSize(st->handle, st->op, st->op_b, st->alpha(), st->a, st->b,
+                         vendor::cusparse().cusparseSpMM_bufferSize(st->handle, st->op, st->op_b, st->alpha(), st->a, st->b,
                                                  st->beta(), st->c, st->compute, static_cast<cusparseSpMMAlg_t>(alg.value),
                                                  &bytes));
   }
@@ -220,20 +220,20 @@ void bind(State& st, const KernelArgs& a) {
   if (st.bound == a.inputs) return;
   auto in = [&](std::size_t i) { return const_cast<void*>(a.inputs[i]); };  // cuSPARSE reads them only
   if (a.problem.geom<Geometry>().format == Format::csr)
-    D9M_CUSPARSE_CHECK(cusparseCsrSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCsrSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
   else
-    D9M_CUSPARSE_CHECK(cusparseCooSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCooSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
   if (st.routine == Routine::spmv) {
-    D9M_CUSPARSE_CHECK(cusparseDnVecSetValues(st.x, in(kDenseArg)));
-    D9M_CUSPARSE_CHECK(cusparseDnVecSetValues(st.y, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.x, in(kDenseArg)));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, a.output));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMV_preprocess",
-                         cusparseSpMV_preprocess(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
+                         vendor::cusparse().cusparseSpMV_preprocess(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
                                                  static_cast<cusparseSpMVAlg_t>(st.alg), st.workspace.get()));
   } else {
-    D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.b, in(kDenseArg)));
-    D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.c, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.b, in(kDenseArg)));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, a.output));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMM_preprocess",
-                         cusparseSpMM_preprocess(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b,
+                         vendor::cusparse().cusparseSpMM_preprocess(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b,
                                                  st.beta(), st.c, st.compute, static_cast<cusparseSpMMAlg_t>(st.alg),
                                                  st.workspace.get()));
   }
@@ -242,15 +242,15 @@ void bind(State& st, const KernelArgs& a) {
 
 void run(const KernelArgs& a) {
   auto& st = *static_cast<State*>(a.state);
-  D9M_CUSPARSE_CHECK(cusparseSetStream(st.handle, cuda::stream_of(a)));
+  D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSetStream(st.handle, cuda::stream_of(a)));
   bind(st, a);
   if (st.routine == Routine::spmv) {
-    D9M_CUSPARSE_CHECK(cusparseDnVecSetValues(st.y, a.output));
-    D9M_CUSPARSE_CHECK(cusparseSpMV(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSpMV(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
                                     static_cast<cusparseSpMVAlg_t>(st.alg), st.workspace.get()));
   } else {
-    D9M_CUSPARSE_CHECK(cusparseDnMatSetValues(st.c, a.output));
-    D9M_CUSPARSE_CHECK(cusparseSpMM(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b, st.beta(), st.c,
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSpMM(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b, st.beta(), st.c,
                                     st.compute, static_cast<cusparseSpMMAlg_t>(st.alg), st.workspace.get()));
   }
 }

@@ -16,16 +16,16 @@ namespace {
 struct State {
   cublasHandle_t handle = nullptr;
   ~State() {
-    if (handle) cublasDestroy(handle);
+    if (handle) vendor::cublas().cublasDestroy(handle);
   }
 };
 
 Prepared prepare(const Problem& p, const ExecContext& exec, bool atomics) {
   if (p.geom<Geometry>().n > INT_MAX) throw Unsupported("cuBLAS takes int sizes");
   auto st = std::make_shared<State>();
-  D9M_CUBLAS_CHECK(cublasCreate(&st->handle));
-  D9M_CUBLAS_CHECK(cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)));
-  D9M_CUBLAS_CHECK(cublasSetAtomicsMode(st->handle, atomics ? CUBLAS_ATOMICS_ALLOWED : CUBLAS_ATOMICS_NOT_ALLOWED));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasCreate(&st->handle));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasSetStream(st->handle, static_cast<cudaStream_t>(exec.stream)));
+  D9M_CUBLAS_CHECK(vendor::cublas().cublasSetAtomicsMode(st->handle, atomics ? CUBLAS_ATOMICS_ALLOWED : CUBLAS_ATOMICS_NOT_ALLOWED));
   return {st, std::nullopt};
 }
 
@@ -35,11 +35,11 @@ void run(const KernelArgs& a) {
   const int n = static_cast<int>(a.problem.geom<Geometry>().n);
   if (a.problem.dtype == DType::f64) {
     const double one = 1, zero = 0;
-    D9M_CUBLAS_CHECK(cublasDsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<double>(0), n, a.in<double>(1), 1, &zero,
+    D9M_CUBLAS_CHECK(vendor::cublas().cublasDsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<double>(0), n, a.in<double>(1), 1, &zero,
                                  a.out<double>(), 1));
   } else {
     const float one = 1, zero = 0;
-    D9M_CUBLAS_CHECK(cublasSsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<float>(0), n, a.in<float>(1), 1, &zero,
+    D9M_CUBLAS_CHECK(vendor::cublas().cublasSsymv(st.handle, CUBLAS_FILL_MODE_UPPER, n, &one, a.in<float>(0), n, a.in<float>(1), 1, &zero,
                                  a.out<float>(), 1));
   }
 }
@@ -53,7 +53,7 @@ D9M_REGISTER_VARIANTS(
       .run = run, .prepare = [](const Problem& p, const ExecContext& e) { return prepare(p, e, false); }},
      {.op = "symv", .name = "cublas.symv_atomics", .backend = Backend::cuda, .role = Role::vendor,
       .claim = {Determinism::nondeterministic, ClaimSource::vendor_doc,
-                "cublasSetAtomicsMode(CUBLAS_ATOMICS_ALLOWED): cuBLAS documents that symv and hemv may then use atomics "
+                "vendor::cublas().cublasSetAtomicsMode(CUBLAS_ATOMICS_ALLOWED): cuBLAS documents that symv and hemv may then use atomics "
                 "and results may differ from run to run"},
       .run = run, .prepare = [](const Problem& p, const ExecContext& e) { return prepare(p, e, true); }}});
 

@@ -1,0 +1,73 @@
+#include "kernels/common/vendor_libs.h"
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace d9m::vendor {
+
+namespace {
+
+void* open_library(const std::string& soname) {
+  void* h = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* why = dlerror();
+    throw std::runtime_error("cannot load " + soname + ": " + (why ? why : "dlopen failed"));
+  }
+  return h;  // kept for the life of the process, as a linked library would be
+}
+
+template <class F>
+void resolve(void* library, const std::string& soname, const char* name, F& f) {
+  f = reinterpret_cast<F>(dlsym(library, name));
+  if (!f) throw std::runtime_error(soname + " has no " + name + " (a library older than the headers d9m was built with?)");
+}
+
+}  // namespace
+
+std::string cublas_soname() { return "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR); }
+std::string cublas_lt_soname() { return "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR); }
+std::string cusparse_soname() { return "libcusparse.so." + std::to_string(CUSPARSE_VER_MAJOR); }
+
+#define D9M_VENDOR_RESOLVE(name) resolve(library, soname, #name, api.name);
+#define D9M_VENDOR_RESOLVE_TYPED(name, type) resolve(library, soname, #name, api.name);
+// The spelled-out types of the overloaded functions are the exported ones: this picks the
+// overload of that exact type, or fails to compile.
+#define D9M_VENDOR_CHECK_TYPE(name, type) [[maybe_unused]] constexpr type name##_type_check = &::name;
+D9M_CUBLAS_OVERLOADED_FUNCTIONS(D9M_VENDOR_CHECK_TYPE)
+
+const Cublas& cublas() {
+  static const Cublas table = [] {
+    const std::string soname = cublas_soname();
+    void* library = open_library(soname);
+    Cublas api;
+    D9M_CUBLAS_FUNCTIONS(D9M_VENDOR_RESOLVE)
+    D9M_CUBLAS_OVERLOADED_FUNCTIONS(D9M_VENDOR_RESOLVE_TYPED)
+    return api;
+  }();
+  return table;
+}
+
+const CublasLt& cublas_lt() {
+  static const CublasLt table = [] {
+    const std::string soname = cublas_lt_soname();
+    void* library = open_library(soname);
+    CublasLt api;
+    D9M_CUBLASLT_FUNCTIONS(D9M_VENDOR_RESOLVE)
+    return api;
+  }();
+  return table;
+}
+
+const Cusparse& cusparse() {
+  static const Cusparse table = [] {
+    const std::string soname = cusparse_soname();
+    void* library = open_library(soname);
+    Cusparse api;
+    D9M_CUSPARSE_FUNCTIONS(D9M_VENDOR_RESOLVE)
+    return api;
+  }();
+  return table;
+}
+
+}  // namespace d9m::vendor
