@@ -4,11 +4,12 @@
 #include <cusparse.h>
 #include <dlfcn.h>
 
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "harness/core/cuda_versions.h"
 #include "kernels/attention/attention_cudnn.h"
+#include "kernels/common/vendor_libs.h"
 #include "kernels/reduce/cccl_version.h"
 
 namespace d9m {
@@ -28,9 +29,13 @@ std::string cudnn_version_string(std::size_t v) {
 // family's variants run and the cuSPARSE the sparse family's run, which a framework on this
 // machine would run too. The harness library asks by name so that it needs no link of its own.
 // Both answer <lib>GetProperty(MAJOR_VERSION = 0, MINOR_VERSION = 1, PATCH_LEVEL = 2) with status 0.
-nlohmann::json loaded_version(std::initializer_list<const char*> sonames, const char* get_property) {
-  for (const char* name : sonames) {
-    void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+//
+// The headers' own major version first: the one the variants load (kernels/common/vendor_libs.h).
+// RTLD_NODELETE: the library stays mapped once asked, so a variant that calls it later finds it
+// loaded rather than loading it again (cuBLASLt's initialisers are most of a CUDA build's start).
+nlohmann::json loaded_version(const std::vector<std::string>& sonames, const char* get_property) {
+  for (const std::string& name : sonames) {
+    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) continue;
     using GetProperty = int (*)(int, int*);
     auto get = reinterpret_cast<GetProperty>(dlsym(h, get_property));
@@ -43,9 +48,11 @@ nlohmann::json loaded_version(std::initializer_list<const char*> sonames, const 
   }
   return nullptr;
 }
-nlohmann::json loaded_cublas() { return loaded_version({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cublasGetProperty"); }
+nlohmann::json loaded_cublas() {
+  return loaded_version({vendor::cublas_soname(), "libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cublasGetProperty");
+}
 nlohmann::json loaded_cusparse() {
-  return loaded_version({"libcusparse.so.12", "libcusparse.so.13", "libcusparse.so"}, "cusparseGetProperty");
+  return loaded_version({vendor::cusparse_soname(), "libcusparse.so.12", "libcusparse.so.13", "libcusparse.so"}, "cusparseGetProperty");
 }
 }  // namespace
 

@@ -53,7 +53,7 @@ D9M_REGISTER_VARIANTS(
       .run = run, .prepare = [](const Problem& p, const ExecContext& e) { return prepare(p, e, false); }},
      {.op = "symv", .name = "cublas.symv_atomics", .backend = Backend::cuda, .role = Role::vendor,
       .claim = {Determinism::nondeterministic, ClaimSource::vendor_doc,
-                "vendor::cublas().cublasSetAtomicsMode(CUBLAS_ATOMICS_ALLOWED): cuBLAS documents that symv and hemv may then use atomics "
+                "cublasSetAtomicsMode(CUBLAS_ATOMICS_ALLOWED): cuBLAS documents that symv and hemv may then use atomics "
                 "and results may differ from run to run"},
       .run = run, .prepare = [](const Problem& p, const ExecContext& e) { return prepare(p, e, true); }}});
 
