@@ -30,45 +30,45 @@ std::string cublas_soname() { return "libcublas.so." + std::to_string(CUBLAS_VER
 std::string cublas_lt_soname() { return "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR); }
 std::string cusparse_soname() { return "libcusparse.so." + std::to_string(CUSPARSE_VER_MAJOR); }
 
-#define D9M_VENDOR_RESOLVE(name) resolve(library, soname, #name, api.name);
-#define D9M_VENDOR_RESOLVE_TYPED(name, type) resolve(library, soname, #name, api.name);
 // The spelled-out types of the overloaded functions are the exported ones: the cast picks the
 // overload of that exact type, or fails to compile. Unevaluated, so it references no symbol (a
 // variable holding the address would, at -O0, and d9m no longer links cuBLAS).
 #define D9M_VENDOR_CHECK_TYPE(name, type) static_assert(std::is_same_v<decltype(static_cast<type>(&::name)), type>);
 D9M_CUBLAS_OVERLOADED_FUNCTIONS(D9M_VENDOR_CHECK_TYPE)
 
+namespace {
+
+// A table loaded from `soname`: fill(get, api) names each function, get(name, pointer) resolves it.
+template <class Table, class Fill>
+Table load(const std::string& soname, Fill fill) {
+  void* library = open_library(soname);
+  Table api;
+  fill([&](const char* name, auto& f) { resolve(library, soname, name, f); }, api);
+  return api;
+}
+
+}  // namespace
+
+#define D9M_VENDOR_RESOLVE(name) get(#name, api.name);
+#define D9M_VENDOR_RESOLVE_TYPED(name, type) get(#name, api.name);
+
 const Cublas& cublas() {
-  static const Cublas table = [] {
-    const std::string soname = cublas_soname();
-    void* library = open_library(soname);
-    Cublas api;
+  static const Cublas table = load<Cublas>(cublas_soname(), [](auto get, Cublas& api) {
     D9M_CUBLAS_FUNCTIONS(D9M_VENDOR_RESOLVE)
     D9M_CUBLAS_OVERLOADED_FUNCTIONS(D9M_VENDOR_RESOLVE_TYPED)
-    return api;
-  }();
+  });
   return table;
 }
 
 const CublasLt& cublas_lt() {
-  static const CublasLt table = [] {
-    const std::string soname = cublas_lt_soname();
-    void* library = open_library(soname);
-    CublasLt api;
-    D9M_CUBLASLT_FUNCTIONS(D9M_VENDOR_RESOLVE)
-    return api;
-  }();
+  static const CublasLt table =
+      load<CublasLt>(cublas_lt_soname(), [](auto get, CublasLt& api) { D9M_CUBLASLT_FUNCTIONS(D9M_VENDOR_RESOLVE) });
   return table;
 }
 
 const Cusparse& cusparse() {
-  static const Cusparse table = [] {
-    const std::string soname = cusparse_soname();
-    void* library = open_library(soname);
-    Cusparse api;
-    D9M_CUSPARSE_FUNCTIONS(D9M_VENDOR_RESOLVE)
-    return api;
-  }();
+  static const Cusparse table =
+      load<Cusparse>(cusparse_soname(), [](auto get, Cusparse& api) { D9M_CUSPARSE_FUNCTIONS(D9M_VENDOR_RESOLVE) });
   return table;
 }
 
