@@ -25,38 +25,35 @@ std::string cudnn_version_string(std::size_t v) {
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
 }
 
-// A library's loaded version, read from the library the loader picks: the cuBLAS the matmul
-// family's variants run and the cuSPARSE the sparse family's run, which a framework on this
-// machine would run too. The harness library asks by name so that it needs no link of its own.
-// Both answer <lib>GetProperty(MAJOR_VERSION = 0, MINOR_VERSION = 1, PATCH_LEVEL = 2) with status 0.
-//
-// The headers' own major version first: the one the variants load (kernels/common/vendor_libs.h).
-// RTLD_NODELETE: the library stays mapped once asked, so a variant that calls it later finds it
-// loaded rather than loading it again (cuBLASLt's initialisers are most of a CUDA build's start).
-nlohmann::json loaded_version(const std::vector<std::string>& sonames, const char* get_property) {
-  for (const std::string& name : sonames) {
-    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!h) continue;
+// A library's loaded version, from the library the loader picks: the cuBLAS the matmul family's
+// variants run and the cuSPARSE the sparse family's run, which a framework on this machine would
+// run too. Both answer <lib>GetProperty(MAJOR_VERSION = 0, MINOR_VERSION = 1, PATCH_LEVEL = 2)
+// with status 0. The headers' own major version first: the one the variants load
+// (kernels/common/vendor_libs.h). From the cache where it is still right (library_version.h):
+// loading cuBLAS only to read this costs about 0.1 s.
+nlohmann::json loaded_version(const char* library, std::vector<std::string> sonames, const char* get_property,
+                              const LibraryVersionCache* cache) {
+  auto read = [get_property](void* handle) -> nlohmann::json {
     using GetProperty = int (*)(int, int*);
-    auto get = reinterpret_cast<GetProperty>(dlsym(h, get_property));
+    auto get = reinterpret_cast<GetProperty>(dlsym(handle, get_property));
     int major = 0, minor = 0, patch = 0;
-    nlohmann::json v = nullptr;
     if (get && get(0, &major) == 0 && get(1, &minor) == 0 && get(2, &patch) == 0)
-      v = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-    dlclose(h);
-    return v;
-  }
-  return nullptr;
+      return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    return nullptr;
+  };
+  return library_version({library, std::move(sonames), read}, cache).version;
 }
-nlohmann::json loaded_cublas() {
-  return loaded_version({vendor::cublas_soname(), "libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cublasGetProperty");
+nlohmann::json loaded_cublas(const LibraryVersionCache* cache) {
+  return loaded_version("cublas", {vendor::cublas_soname(), "libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cublasGetProperty",
+                        cache);
 }
-nlohmann::json loaded_cusparse() {
-  return loaded_version({vendor::cusparse_soname(), "libcusparse.so.12", "libcusparse.so.13", "libcusparse.so"}, "cusparseGetProperty");
+nlohmann::json loaded_cusparse(const LibraryVersionCache* cache) {
+  return loaded_version("cusparse", {vendor::cusparse_soname(), "libcusparse.so.12", "libcusparse.so.13", "libcusparse.so"},
+                        "cusparseGetProperty", cache);
 }
 }  // namespace
 
-nlohmann::json cuda_library_versions() {
+nlohmann::json cuda_library_versions(const LibraryVersionCache* cache) {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);  // 0 without a driver
@@ -68,10 +65,10 @@ nlohmann::json cuda_library_versions() {
           {"cudnn_loaded", cudnn_version_string(cudnnGetVersion())},
           {"cublas_compiled", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
                                   std::to_string(CUBLAS_VER_PATCH)},
-          {"cublas_loaded", loaded_cublas()},
+          {"cublas_loaded", loaded_cublas(cache)},
           {"cusparse_compiled", std::to_string(CUSPARSE_VER_MAJOR) + "." + std::to_string(CUSPARSE_VER_MINOR) + "." +
                                     std::to_string(CUSPARSE_VER_PATCH)},
-          {"cusparse_loaded", loaded_cusparse()},
+          {"cusparse_loaded", loaded_cusparse(cache)},
           // Header-only, so compiled is all there is. Two: the toolkit's, which every CUDA file but
           // one sees, and the pinned one the CUB variants (kernels/reduce/reduce_cub.cu) were built with.
           {"cccl_toolkit", cccl_version_string(CCCL_VERSION)},

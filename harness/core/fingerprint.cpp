@@ -197,7 +197,7 @@ GpuProbe probe_gpus() {
 
 Fingerprint fingerprint_from_json(const json& j) { return {j, sha256_hex(json_text(j))}; }
 
-Fingerprint collect_fingerprint(const GpuProbe& gpus) {
+Fingerprint collect_fingerprint(const GpuProbe& gpus, const LibraryVersionCache* cache) {
   utsname u{};
   uname(&u);
   json env = json::object();
@@ -226,7 +226,7 @@ Fingerprint collect_fingerprint(const GpuProbe& gpus) {
                        std::to_string(XXH_versionNumber() / 100 % 100) + "." + std::to_string(XXH_versionNumber() % 100)}}},
       {"environment", env},
       {"d9m", {{"version", d9m_version()}, {"commit", d9m_commit()}}},
-      {"cuda", cuda_library_versions()},
+      {"cuda", cuda_library_versions(cache)},
       {"gpus", gpus.devices},
       {"gpu_driver", gpus.driver},
   };

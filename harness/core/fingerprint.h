@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/core/library_version.h"
+
 namespace d9m {
 
 struct GpuProbe {
@@ -30,7 +32,9 @@ struct Fingerprint {
 // The environment variables that change determinism somewhere in the stack.
 const std::vector<std::string>& determinism_env_vars();
 
-Fingerprint collect_fingerprint(const GpuProbe& gpus);
+// `cache`: where the loaded versions of cuBLAS and cuSPARSE may come from instead of loading them
+// (a store's, Store::library_version_cache()); null asks the libraries themselves.
+Fingerprint collect_fingerprint(const GpuProbe& gpus, const LibraryVersionCache* cache = nullptr);
 Fingerprint fingerprint_from_json(const nlohmann::json& j);
 
 std::string host_name();

@@ -409,7 +409,8 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
 std::string store_program(const ProgramOptions& opt, const ProgramTrials& t, Store& store) {
   const std::string name = opt.name.empty() ? program_name(opt.command) : opt.name;
   const GpuProbe gpus = probe_gpus();
-  const Fingerprint fp = collect_fingerprint(gpus);
+  const LibraryVersionCache library_versions = store.library_version_cache();
+  const Fingerprint fp = collect_fingerprint(gpus, &library_versions);
   RunInfo info;
   info.id = random_run_id();
   info.started_at = utc_now();

@@ -352,7 +352,8 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   if (opt.save_outputs) make_dirs(*opt.save_outputs);
 
   const GpuProbe gpus = probe_gpus();
-  Fingerprint fp = collect_fingerprint(gpus);
+  const LibraryVersionCache library_versions = store.library_version_cache();
+  Fingerprint fp = collect_fingerprint(gpus, &library_versions);
   // PyTorch is part of the stack its cases ran on: its version, its device, its CUDA and cuDNN.
   const bool torch_used = std::any_of(cases.begin(), cases.end(), [](const PlannedCase& c) { return c.variant->backend == Backend::torch; }) ||
                           std::any_of(pipelines.begin(), pipelines.end(),

@@ -351,3 +351,43 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
 
 
 }  // namespace d9m
+
+namespace d9m {
+
+// Eight contexts per library at most (the newest written): a directory the loader searches that
+// changes often (a temporary one in LD_LIBRARY_PATH) adds a row per run otherwise.
+LibraryVersionCache Store::library_version_cache() {
+  LibraryVersionCache cache;
+  if (schema_ < 8) return cache;
+  sqlite3* db = db_;
+  cache.find = [db](const std::string& library, const std::string& context) -> std::optional<std::string> {
+    try {
+      sql::Statement s(db, "SELECT entry FROM library_versions WHERE library = ? AND context = ?");
+      s.bind(1, library).bind(2, context);
+      if (s.step()) return s.text(0);
+    } catch (const sql::Error&) {  // unreadable: load the library instead
+    }
+    return std::nullopt;
+  };
+  cache.put = [db](const std::string& library, const std::string& context, const std::string& entry) {
+    try {
+      sql::Transaction tx(db);
+      sql::Statement(db, "INSERT OR REPLACE INTO library_versions (library, context, entry, written_at) VALUES (?, ?, ?, ?)")
+          .bind(1, library)
+          .bind(2, context)
+          .bind(3, entry)
+          .bind(4, utc_now())
+          .run();
+      sql::Statement(db,
+                     "DELETE FROM library_versions WHERE library = ?1 AND context NOT IN "
+                     "(SELECT context FROM library_versions WHERE library = ?1 ORDER BY written_at DESC, context LIMIT 8)")
+          .bind(1, library)
+          .run();
+      tx.commit();
+    } catch (const sql::Error&) {  // read-only, full or busy: the next run loads the library again
+    }
+  };
+  return cache;
+}
+
+}  // namespace d9m

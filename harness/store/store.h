@@ -22,7 +22,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 7;
+inline constexpr int kStoreSchemaVersion = 8;
 
 struct TrialRecord {
   std::int64_t trial = 0;
@@ -129,6 +129,11 @@ class Store {
                 const std::vector<TrialRecord>& trials, const std::vector<TraceRecord>& trace = {});
 
   static std::string case_id(const CaseRecord& c);
+
+  // The cache of library versions a fingerprint reads (table library_versions): lookups and writes
+  // that never throw, so a cache that fails costs only the load it would have saved. Nothing is
+  // cached in a read-only store, or one of a schema without the table. Valid while this Store is.
+  LibraryVersionCache library_version_cache();
 
   // The hash chain of a run (tamper evidence): links in write order, each case's case_runs row
   // then its trials in trial order; link = SHA-256(previous link || canonical JSON of the row).

@@ -64,7 +64,7 @@ void create_schema(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = " + std::to_string(kStoreSchemaVersion));
 }
 
-// The tables a schema adds (3: the manifest; 6: traces), as the schema file declares them between
+// The tables a schema adds (3: the manifest; 6: traces; 8: the library versions cache), as the schema file declares them between
 // "-- schema N (what) ---" and "-- end of schema N (what)": migrating creates exactly what a new
 // store has.
 std::string schema_block(int version, const std::string& what) {
@@ -109,6 +109,12 @@ void migrate_4_to_5(sqlite3* db) {
 void migrate_5_to_6(sqlite3* db) {
   sql::exec(db, schema_block(6, "traces"));
   sql::exec(db, "PRAGMA user_version = 6");
+}
+
+// Schema 7 -> 8: the cache of library versions (not evidence). No row changes.
+void migrate_7_to_8(sqlite3* db) {
+  sql::exec(db, schema_block(8, "library versions"));
+  sql::exec(db, "PRAGMA user_version = 8");
 }
 
 // The results view as the schema file declares it (its last statement).
@@ -401,6 +407,10 @@ void Store::migrate() {
     }
     if (now >= 1 && now <= 6) {
       migrate_6_to_7(db_, path_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 7) {
+      migrate_7_to_8(db_);
       migrated = true;
     }
     tx.commit();

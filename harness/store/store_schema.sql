@@ -1,4 +1,4 @@
--- d9m store, schema version 7 (Store::open migrates versions 1 to 6 forward, after a backup). user_version and application_id are set by the code.
+-- d9m store, schema version 8 (Store::open migrates versions 1 to 7 forward, after a backup). user_version and application_id are set by the code.
 CREATE TABLE fingerprints (
   id        TEXT PRIMARY KEY,          -- SHA-256 of canonical
   canonical TEXT NOT NULL              -- canonical JSON (sorted keys)
@@ -162,6 +162,22 @@ CREATE TRIGGER trials_delete INSTEAD OF DELETE ON trials BEGIN
    WHERE id = (SELECT num FROM case_runs WHERE run_id = OLD.run_id AND case_id = OLD.case_id) * 4294967296 + OLD.trial;
 END;
 -- end of schema 7 (compact trials) --------------------------------------------------------------
+-- schema 8 (library versions) ------------------------------------------------------------------
+-- A cache, not evidence: the loaded versions of cuBLAS and cuSPARSE a fingerprint names, as the
+-- dynamic loader found them (harness/core/library_version.h), so that a run reads them here instead
+-- of loading the libraries (about 0.1 s of a CUDA build's start). `context` is the SHA-256 of what
+-- decides which file the loader picks (the directories it searches and /etc/ld.so.cache, with their
+-- identities); `entry` the JSON of the soname, the file, its identity and the version. A changed
+-- file or directory misses and loads as before. Outside the hash chains and the evidence digest,
+-- and not merged: deleting rows costs the next run only the load.
+CREATE TABLE library_versions (
+  library TEXT NOT NULL,
+  context TEXT NOT NULL,
+  entry TEXT NOT NULL,
+  written_at TEXT NOT NULL,
+  PRIMARY KEY (library, context)
+) WITHOUT ROWID;
+-- end of schema 8 (library versions) ------------------------------------------------------------
 -- One row per case and stack, all runs together: the numbers every report starts from.
 CREATE VIEW results AS
 SELECT r.fingerprint_id AS stack,

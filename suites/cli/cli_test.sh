@@ -279,6 +279,28 @@ assert sum(c['trials'] for c in r['cpu.autotune']['autotune']['choices']) == 4, 
 "; check "batch invariance and choices cross the worker pipe" 0 $?
 "$D9M" verify --db "$T/bi.sqlite" > "$T/v"; check "batch invariance store verifies" 0 $? "$T/v" ": OK"
 
+# --- library versions: cached in the store, the fingerprint the same as loading them gives -------
+# (A CUDA build: cuBLAS and cuSPARSE are loaded only to read their versions, unless the store's
+# cache answers; LD_DEBUG=files shows the initialisers of every library the loader maps.)
+"$D9M" fingerprint --json > "$T/fp.json"
+if q "import json,sys; sys.exit(0 if (json.load(open('$T/fp.json'))['fingerprint'].get('cuda') or {}).get('cublas_loaded') else 1)"; then
+  one=(run --backend cpu --op bias_add --variant cpu.serial --profile quick --no-canaries -n 2 --db "$T/lib.sqlite")
+  fp_id() { q "import json; print(json.load(open('$T/fp.json'))['id'])"; }
+  run_fps() { q "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('$T/lib.sqlite').execute('select distinct fingerprint_id from runs')))"; }
+  LD_DEBUG=files "$D9M" "${one[@]}" > /dev/null 2> "$T/ld1"; check "library versions: first run" 0 $?
+  grep -q 'calling init: .*/libcublas\.so' "$T/ld1"; check "library versions: an empty cache loads cuBLAS" 0 $?
+  [[ $(q "import sqlite3; print(sqlite3.connect('$T/lib.sqlite').execute('select count(*) from library_versions').fetchone()[0])") == 2 ]]
+  check "library versions: cuBLAS and cuSPARSE cached" 0 $?
+  LD_DEBUG=files "$D9M" "${one[@]}" > /dev/null 2> "$T/ld2"; check "library versions: second run" 0 $?
+  ! grep -qE 'calling init: .*/libcu(blas|blasLt|sparse)\.so' "$T/ld2"; check "library versions: the cache answers, nothing loaded" 0 $? "$T/ld2" .
+  [[ $(run_fps) == "$(fp_id)" ]]; check "library versions: both runs under the fingerprint that loading gives" 0 $?
+  q "import sqlite3; c = sqlite3.connect('$T/lib.sqlite'); c.execute(\"update library_versions set entry = replace(entry, '\\\"path\\\":\\\"', '\\\"path\\\":\\\"/nowhere')\"); c.commit()"
+  LD_DEBUG=files "$D9M" "${one[@]}" > /dev/null 2> "$T/ld3"; check "library versions: run after an edit" 0 $?
+  grep -q 'calling init: .*/libcublas\.so' "$T/ld3"; check "library versions: an entry naming another file is no answer" 0 $?
+  [[ $(run_fps) == "$(fp_id)" ]]; check "library versions: the same fingerprint after the edit" 0 $?
+  "$D9M" verify --db "$T/lib.sqlite" > "$T/v"; check "library versions: the store verifies" 0 $? "$T/v" ": OK"
+fi
+
 # --- WAL on a network file system is refused (only where the test machine has one mounted) ----
 nfs=$(awk '$3 ~ /^(nfs|nfs4|cifs|smb3)$/ {print $2; exit}' /proc/mounts)
 if [[ -n $nfs && -w $nfs ]]; then

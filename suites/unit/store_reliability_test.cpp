@@ -79,11 +79,11 @@ std::string report_of(const Store& s) {
   return j.dump(1);
 }
 
-// The H100 audit's store as committed (2026-11-23, written at schema 2): migrated to schema 7 it
+// The H100 audit's store as committed (2026-11-23, written at schema 2): migrated to this schema it
 // verifies, keeps every chain root, shows every trial row as before, and reports the same; merged
 // into a new store, the same again. (Its evidence digest changes once, by design: migrating to
 // schema 3 records its runs in a manifest. xz: the store is committed compressed.)
-TEST_F(StoreReliabilityTest, TheCommittedH100StoreMigratesToSchema7WithEveryRowAndReportTheSame) {
+TEST_F(StoreReliabilityTest, TheCommittedH100StoreMigratesToTheCurrentSchemaWithEveryRowAndReportTheSame) {
   const std::string p = path("h100.sqlite");
   const std::string xz = test::source_path("reports/h100-2026-11-23/d9m.sqlite.xz");
   ASSERT_EQ(std::system(("xz -dc '" + xz + "' > '" + p + "'").c_str()), 0) << "cannot unpack " << xz;
@@ -111,8 +111,8 @@ TEST_F(StoreReliabilityTest, TheCommittedH100StoreMigratesToSchema7WithEveryRowA
   };
   {
     const Store s = Store::open(p, Store::Mode::read_write);
-    EXPECT_EQ(s.schema_version(), 7);
-    EXPECT_NE(s.notice().find("migrated from schema 2 to 7"), std::string::npos) << s.notice();
+    EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
+    EXPECT_NE(s.notice().find("migrated from schema 2 to " + std::to_string(kStoreSchemaVersion)), std::string::npos) << s.notice();
     same(s, "migrated");
   }
   const std::string merged = path("merged.sqlite");

@@ -1,0 +1,252 @@
+// The cache of library versions a fingerprint reads (harness/core/library_version.h): an answer
+// comes from the cache without loading the library only while the file and what decides the
+// loader's choice are as they were; anything else loads the library, as without a cache. Uses a
+// copy of the system's zlib (zlibVersion() is its version), loaded by path so that each test
+// loads a file no other part of the process has.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "harness/core/library_version.h"
+#include "harness/store/store.h"
+#include "suites/unit/scratch_dir.h"
+
+namespace d9m {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kZlib = "/lib/x86_64-linux-gnu/libz.so.1";
+
+// A cache in a file, so that what a child process puts there reaches the parent.
+struct FileCache {
+  std::string path;
+  std::map<std::string, std::string> read() const {
+    std::map<std::string, std::string> m;
+    std::ifstream in(path);
+    for (std::string key, entry; std::getline(in, key) && std::getline(in, entry);) m[key] = entry;
+    return m;
+  }
+  void write(const std::map<std::string, std::string>& m) const {
+    std::ofstream out(path, std::ios::trunc);
+    for (const auto& [key, entry] : m) out << key << "\n" << entry << "\n";
+  }
+  LibraryVersionCache cache() const {
+    LibraryVersionCache c;
+    c.find = [this](const std::string& library, const std::string& context) -> std::optional<std::string> {
+      const auto m = read();
+      const auto it = m.find(library + " " + context);
+      if (it == m.end()) return std::nullopt;
+      return it->second;
+    };
+    c.put = [this](const std::string& library, const std::string& context, const std::string& entry) {
+      auto m = read();
+      m[library + " " + context] = entry;
+      write(m);
+    };
+    return c;
+  }
+};
+
+class LibraryVersionTest : public test::ScratchDirTest {
+ protected:
+  LibraryVersionTest() : ScratchDirTest("libversion") {}
+  void SetUp() override {
+    ScratchDirTest::SetUp();
+    if (!fs::exists(kZlib)) GTEST_SKIP() << kZlib << " is not here";
+    lib_ = path("libz-copy.so.1");
+    fs::copy_file(kZlib, lib_);
+    cache_.path = path("cache.txt");
+  }
+  LibraryQuery query(double settle_s = 0) const {
+    LibraryQuery q;
+    q.library = "zlib";
+    q.sonames = {path("not-there.so.1"), lib_};
+    q.read = [](void* handle) -> nlohmann::json {
+      auto version = reinterpret_cast<const char* (*)()>(dlsym(handle, "zlibVersion"));
+      return version ? nlohmann::json(version()) : nlohmann::json(nullptr);
+    };
+    q.settle_s = settle_s;
+    return q;
+  }
+  bool loaded() const {
+    void* h = dlopen(lib_.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (h) dlclose(h);
+    return h != nullptr;
+  }
+  // Runs library_version in a child process (which loads the copy, not this one); its source.
+  VersionSource in_child(const LibraryQuery& q) const {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const LibraryVersionCache c = cache_.cache();
+      std::_Exit(static_cast<int>(library_version(q, &c).source));
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return static_cast<VersionSource>(WIFEXITED(status) ? WEXITSTATUS(status) : 99);
+  }
+  std::string lib_;
+  FileCache cache_;
+};
+
+TEST_F(LibraryVersionTest, AnswersFromTheCacheWithoutLoadingWhileTheFileIsTheSame) {
+  ASSERT_EQ(in_child(query()), VersionSource::loaded) << "an empty cache: the child loads the library";
+  ASSERT_EQ(cache_.read().size(), 1u);
+  ASSERT_EQ(in_child(query()), VersionSource::cache);
+
+  const LibraryVersionCache c = cache_.cache();
+  const LibraryVersion v = library_version(query(), &c);
+  EXPECT_EQ(v.source, VersionSource::cache);
+  EXPECT_EQ(v.path, lib_);
+  EXPECT_FALSE(loaded()) << "answered from the cache, yet the library was loaded";
+  ASSERT_TRUE(v.version.is_string());
+
+  // The same answer as the library gives, loaded: then asked directly, the cache not consulted.
+  FileCache empty{path("empty.txt")};
+  const LibraryVersionCache none = empty.cache();
+  const LibraryVersion fresh = library_version(query(), &none);
+  EXPECT_EQ(fresh.source, VersionSource::loaded);
+  EXPECT_EQ(fresh.version, v.version);
+  EXPECT_TRUE(loaded());
+  EXPECT_EQ(library_version(query(), &c).source, VersionSource::already_loaded);
+}
+
+TEST_F(LibraryVersionTest, AChangedFileIsLoadedAgain) {
+  ASSERT_EQ(in_child(query()), VersionSource::loaded);
+  ASSERT_EQ(in_child(query()), VersionSource::cache);
+  // Its times set back to what they were: the change of inode (a copy put in place) still shows.
+  struct stat before {};
+  ASSERT_EQ(::stat(lib_.c_str(), &before), 0);
+  fs::copy_file(kZlib, lib_ + ".new");
+  fs::rename(lib_ + ".new", lib_);
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, lib_.c_str(), times, 0), 0);
+  EXPECT_EQ(in_child(query()), VersionSource::loaded);
+  EXPECT_EQ(in_child(query()), VersionSource::cache) << "cached again, under the new file";
+  // Touched in place (same inode): loaded again.
+  ASSERT_EQ(::utimensat(AT_FDCWD, lib_.c_str(), nullptr, 0), 0);
+  EXPECT_EQ(in_child(query()), VersionSource::loaded);
+}
+
+TEST_F(LibraryVersionTest, AnEditedOrForeignEntryIsNoAnswer) {
+  ASSERT_EQ(in_child(query()), VersionSource::loaded);
+  const auto good = cache_.read();
+  ASSERT_EQ(good.size(), 1u);
+  const std::string key = good.begin()->first, entry = good.begin()->second;
+  auto with = [&](const std::string& e) { cache_.write({{key, e}}); };
+  const auto edited = [&](const std::string& field, const nlohmann::json& value) {
+    nlohmann::json e = nlohmann::json::parse(entry);
+    e[field] = value;
+    return e.dump();
+  };
+  for (const std::string& bad : {std::string("not json"), std::string("{}"), std::string("[1, 2]"), edited("soname", "libother.so.1"),
+                                 edited("path", kZlib), edited("file", "absent"), edited("file", "1:2:3:4:5"),
+                                 edited("version", nullptr), edited("version", 7)}) {
+    with(bad);
+    EXPECT_EQ(in_child(query()), VersionSource::loaded) << bad;
+  }
+  with(entry);
+  EXPECT_EQ(in_child(query()), VersionSource::cache);
+}
+
+TEST_F(LibraryVersionTest, AFileThatChangedMomentsAgoIsNotCached) {
+  EXPECT_EQ(in_child(query(/*settle_s=*/3600)), VersionSource::loaded);
+  EXPECT_TRUE(cache_.read().empty()) << "cached an answer from a file whose timestamps cannot yet be trusted";
+}
+
+TEST_F(LibraryVersionTest, NoSonameThatLoadsIsNotFound) {
+  LibraryQuery q = query();
+  q.sonames = {path("none.so.1"), "libd9m-no-such-library.so.7"};
+  const LibraryVersionCache c = cache_.cache();
+  const LibraryVersion v = library_version(q, &c);
+  EXPECT_EQ(v.source, VersionSource::not_found);
+  EXPECT_TRUE(v.version.is_null());
+  EXPECT_TRUE(cache_.read().empty());
+}
+
+// What decides the loader's choice: an entry added to, renamed in or removed from a directory it
+// searches, or to one of their glibc-hwcaps levels, changes the context the answer is filed under.
+TEST_F(LibraryVersionTest, TheContextChangesWithEveryDirectoryTheLoaderSearches) {
+  const std::string a = path("a"), b = path("b");
+  fs::create_directories(a);
+  fs::create_directories(b);
+  const std::vector<std::string> dirs = {a, b};
+  const std::vector<std::string> sonames = {"libx.so.1"};
+  std::vector<std::string> seen = {loader_context(sonames, dirs).digest};
+  EXPECT_EQ(loader_context(sonames, dirs).digest, seen.back()) << "the same directories, another context";
+  auto changes = [&](const std::string& what) {
+    // Coarse timestamps: a change in the same tick as the last one would not show (which is why
+    // answers are not cached for settle_s after a change).
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string now = loader_context(sonames, dirs).digest;
+    for (const std::string& before : seen) EXPECT_NE(now, before) << what;
+    seen.push_back(now);
+  };
+  std::ofstream(b + "/libx.so.1").put('x');
+  changes("a file added to the second directory");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs::rename(b + "/libx.so.1", b + "/libx.so.1.0");
+  changes("a file renamed");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs::create_directories(a + "/glibc-hwcaps/x86-64-v3");
+  changes("a glibc-hwcaps level added");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ofstream(a + "/glibc-hwcaps/x86-64-v3/libx.so.1").put('x');
+  changes("a file added to a glibc-hwcaps level");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs::remove(b + "/libx.so.1.0");
+  changes("a file removed");
+  EXPECT_NE(loader_context({"liby.so.1"}, dirs).digest, seen.back()) << "another soname, the same context";
+  EXPECT_NE(loader_context(sonames, {b, a}).digest, seen.back()) << "the directories in another order, the same context";
+  EXPECT_NE(loader_context(sonames, {a}).digest, seen.back()) << "a directory fewer, the same context";
+}
+
+TEST(LoaderSearchDirs, AreTheLoadersOwnListEndingInTheDefaultDirectories) {
+  const std::vector<std::string> dirs = loader_search_dirs();
+  ASSERT_FALSE(dirs.empty()) << "RTLD_DI_SERINFO gave no directory";
+  bool has_default = false;
+  for (const std::string& d : dirs) has_default |= d == "/lib" || d == "/usr/lib" || d == "/lib64" || d == "/usr/lib64";
+  EXPECT_TRUE(has_default) << "no default directory among " << dirs.size();
+}
+
+// The store keeps the cache (schema 8): what is put is found, eight contexts per library at most,
+// and a read-only store answers what it has but takes nothing.
+class StoreLibraryCacheTest : public test::ScratchDirTest {
+ protected:
+  StoreLibraryCacheTest() : ScratchDirTest("libcache") {}
+};
+
+TEST_F(StoreLibraryCacheTest, KeepsEightContextsPerLibraryAndNothingWhenReadOnly) {
+  const std::string p = path("s.sqlite");
+  {
+    Store s = Store::open(p, Store::Mode::read_write);
+    const LibraryVersionCache c = s.library_version_cache();
+    ASSERT_TRUE(c.find && c.put);
+    EXPECT_FALSE(c.find("cublas", "ctx0"));
+    for (int i = 0; i < 12; ++i) c.put("cublas", "ctx" + std::to_string(i), "entry" + std::to_string(i));
+    c.put("cusparse", "ctx0", "sparse");
+    c.put("cublas", "ctx11", "entry11b");
+    EXPECT_EQ(c.find("cublas", "ctx11"), std::optional<std::string>("entry11b"));
+    EXPECT_EQ(c.find("cusparse", "ctx0"), std::optional<std::string>("sparse"));
+    int kept = 0;
+    for (int i = 0; i < 12; ++i) kept += c.find("cublas", "ctx" + std::to_string(i)).has_value();
+    EXPECT_EQ(kept, 8);
+  }
+  Store r = Store::open(p, Store::Mode::read_only);
+  const LibraryVersionCache c = r.library_version_cache();
+  EXPECT_EQ(c.find("cusparse", "ctx0"), std::optional<std::string>("sparse"));
+  c.put("cusparse", "ctx1", "x");  // does not throw
+  EXPECT_FALSE(c.find("cusparse", "ctx1"));
+}
+
+}  // namespace
+}  // namespace d9m
