@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <mutex>
 #include <stdexcept>
 #include <type_traits>
 
@@ -29,6 +31,7 @@ void resolve(void* library, const std::string& soname, const char* name, F& f) {
 std::string cublas_soname() { return "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR); }
 std::string cublas_lt_soname() { return "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR); }
 std::string cusparse_soname() { return "libcusparse.so." + std::to_string(CUSPARSE_VER_MAJOR); }
+std::string nvrtc_soname() { return "libnvrtc.so." + std::to_string(CUDART_VERSION / 1000); }
 
 // The spelled-out types of the overloaded functions are the exported ones: the cast picks the
 // overload of that exact type, or fails to compile. Unevaluated, so it references no symbol (a
@@ -72,4 +75,47 @@ const Cusparse& cusparse() {
   return table;
 }
 
+const Nvrtc& nvrtc() {
+  static const Nvrtc table = load<Nvrtc>(nvrtc_soname(), [](auto get, Nvrtc& api) { D9M_NVRTC_FUNCTIONS(D9M_VENDOR_RESOLVE) });
+  return table;
+}
+
+namespace {
+
+// A call of the frontend's into NVRTC. An NVRTC that cannot be loaded is an error code to the
+// frontend (which fails the case that needed it), said once on stderr with dlopen's reason: an
+// exception must not unwind through the frontend's C-style call sites.
+template <class F, class... A>
+nvrtcResult forward(F Nvrtc::*function, A... args) {
+  try {
+    return (nvrtc().*function)(args...);
+  } catch (const std::exception& e) {
+    static std::once_flag said;
+    std::call_once(said, [&] { std::fprintf(stderr, "d9m: %s\n", e.what()); });
+    return NVRTC_ERROR_INTERNAL_ERROR;
+  }
+}
+
+}  // namespace
+
 }  // namespace d9m::vendor
+
+// The NVRTC functions the cuDNN frontend calls, defined here (the declarations are nvrtc.h's) as
+// forwards into the table above. Not exported: the executables export no symbols, so libraries
+// that load the real NVRTC themselves (cuDNN's runtime-compiled engines) see only NVRTC's own.
+using d9m::vendor::forward;
+using d9m::vendor::Nvrtc;
+extern "C" {
+nvrtcResult nvrtcCreateProgram(nvrtcProgram* prog, const char* src, const char* name, int num_headers, const char* const* headers,
+                               const char* const* include_names) {
+  return forward(&Nvrtc::nvrtcCreateProgram, prog, src, name, num_headers, headers, include_names);
+}
+nvrtcResult nvrtcDestroyProgram(nvrtcProgram* prog) { return forward(&Nvrtc::nvrtcDestroyProgram, prog); }
+nvrtcResult nvrtcCompileProgram(nvrtcProgram prog, int num_options, const char* const* options) {
+  return forward(&Nvrtc::nvrtcCompileProgram, prog, num_options, options);
+}
+nvrtcResult nvrtcGetCUBINSize(nvrtcProgram prog, size_t* size) { return forward(&Nvrtc::nvrtcGetCUBINSize, prog, size); }
+nvrtcResult nvrtcGetCUBIN(nvrtcProgram prog, char* cubin) { return forward(&Nvrtc::nvrtcGetCUBIN, prog, cubin); }
+nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram prog, size_t* size) { return forward(&Nvrtc::nvrtcGetProgramLogSize, prog, size); }
+nvrtcResult nvrtcGetProgramLog(nvrtcProgram prog, char* log) { return forward(&Nvrtc::nvrtcGetProgramLog, prog, log); }
+}

@@ -1,4 +1,4 @@
-// cuBLAS, cuBLASLt and cuSPARSE, loaded when a variant first calls them instead of when d9m
+// cuBLAS, cuBLASLt, cuSPARSE and NVRTC, loaded when a variant first calls them instead of when d9m
 // starts. Linked, they cost every start of a CUDA build 100-150 ms (cuBLASLt's initialisers alone
 // 75-80 ms; docs/PERFORMANCE.md, "Start of a CUDA build"), with no GPU and no library variant in
 // the run, and the worker process paid it again. Each table holds the functions d9m calls, typed
@@ -9,7 +9,9 @@
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <cusparse.h>
+#include <nvrtc.h>
 
 #include <string>
 
@@ -36,6 +38,15 @@
   X(cusparseSpMM_bufferSize) X(cusparseSpMM_preprocess) X(cusparseSpMV) X(cusparseSpMV_bufferSize)               \
   X(cusparseSpMV_preprocess)
 
+// NVRTC is called by the cuDNN frontend (the attention family's cuDNN variants compile its
+// open-source engines at run time), by these names, directly. vendor_libs.cu defines each as a
+// forward into this table, so the frontend's calls load NVRTC on first use instead of the linker
+// mapping it at every start (9-12 ms). A frontend that starts calling another NVRTC function
+// fails to link until it is added here and given its forward.
+#define D9M_NVRTC_FUNCTIONS(X)                                                                                    \
+  X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)      \
+  X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)
+
 #define D9M_VENDOR_POINTER(name) decltype(&::name) name = nullptr;
 
 namespace d9m::vendor {
@@ -59,16 +70,21 @@ struct CublasLt {
 struct Cusparse {
   D9M_CUSPARSE_FUNCTIONS(D9M_VENDOR_POINTER)
 };
+struct Nvrtc {
+  D9M_NVRTC_FUNCTIONS(D9M_VENDOR_POINTER)
+};
 
 // Loaded and resolved on the first call (thread-safe); throws std::runtime_error naming the
 // library and what failed, and tries again on the next call.
 const Cublas& cublas();
 const CublasLt& cublas_lt();
 const Cusparse& cusparse();
+const Nvrtc& nvrtc();
 
 // The sonames they are loaded from.
 std::string cublas_soname();
 std::string cublas_lt_soname();
 std::string cusparse_soname();
+std::string nvrtc_soname();  // NVRTC's major version is the toolkit's
 
 }  // namespace d9m::vendor

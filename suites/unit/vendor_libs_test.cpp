@@ -57,6 +57,7 @@ TEST(VendorLibraries, AreNotLoadedToStartThenEveryFunctionD9mCallsResolves) {
   for (const auto& name : needed) {
     EXPECT_EQ(name.rfind("libcublas", 0), std::string::npos) << name;
     EXPECT_EQ(name.rfind("libcusparse", 0), std::string::npos) << name;
+    EXPECT_EQ(name.rfind("libnvrtc", 0), std::string::npos) << name;
   }
   {
     const auto& api = vendor::cublas();
@@ -76,6 +77,42 @@ TEST(VendorLibraries, AreNotLoadedToStartThenEveryFunctionD9mCallsResolves) {
   EXPECT_TRUE(loaded(vendor::cublas_soname()));
   EXPECT_TRUE(loaded(vendor::cublas_lt_soname()));
   EXPECT_TRUE(loaded(vendor::cusparse_soname()));
+}
+
+// The NVRTC functions the cuDNN frontend calls are d9m's forwards (vendor_libs.cu): through them,
+// as the frontend calls them, a kernel compiles to a cubin (no GPU needed) and a broken one gives
+// its log; NVRTC was loaded by the first call.
+TEST(VendorLibraries, TheFrontendsNvrtcCallsLoadNvrtcAndCompile) {
+  {
+    const auto& api = vendor::nvrtc();
+    D9M_NVRTC_FUNCTIONS(D9M_EXPECT_RESOLVED)
+  }
+  EXPECT_TRUE(loaded(vendor::nvrtc_soname()));
+  auto compile = [](const char* src, std::string& log, std::size_t& cubin_bytes) {
+    nvrtcProgram p = nullptr;
+    EXPECT_EQ(nvrtcCreateProgram(&p, src, "k.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+    const char* options[] = {"--gpu-architecture=sm_90"};
+    const nvrtcResult r = nvrtcCompileProgram(p, 1, options);
+    std::size_t n = 0;
+    EXPECT_EQ(nvrtcGetProgramLogSize(p, &n), NVRTC_SUCCESS);
+    log.assign(n, '\0');
+    EXPECT_EQ(nvrtcGetProgramLog(p, log.data()), NVRTC_SUCCESS);
+    cubin_bytes = 0;
+    if (r == NVRTC_SUCCESS) {
+      EXPECT_EQ(nvrtcGetCUBINSize(p, &cubin_bytes), NVRTC_SUCCESS);
+      std::string cubin(cubin_bytes, '\0');
+      EXPECT_EQ(nvrtcGetCUBIN(p, cubin.data()), NVRTC_SUCCESS);
+      EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+    }
+    EXPECT_EQ(nvrtcDestroyProgram(&p), NVRTC_SUCCESS);
+    return r;
+  };
+  std::string log;
+  std::size_t bytes = 0;
+  EXPECT_EQ(compile("extern \"C\" __global__ void twice(float* x) { x[threadIdx.x] *= 2.0f; }", log, bytes), NVRTC_SUCCESS) << log;
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(compile("__global__ void broken( { }", log, bytes), NVRTC_ERROR_COMPILATION);
+  EXPECT_NE(log.find("error"), std::string::npos) << log;
 }
 #else
 TEST(VendorLibraries, AreNotLoadedToStartThenEveryFunctionD9mCallsResolves) { GTEST_SKIP() << "a build without CUDA"; }
