@@ -3,15 +3,18 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
+#include <sys/statfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "harness/core/digest.h"
@@ -75,12 +78,69 @@ std::vector<std::string> loader_search_dirs() {
   return dirs;
 }
 
+namespace {
+
+// Where a loader may look for a soname in one directory besides the directory itself: glibc
+// before 2.37 still searches the legacy hwcaps subdirectories (x86-64's platform and capability
+// names, with and without tls/), which RTLD_DI_SERINFO does not list. (The glibc-hwcaps levels
+// are read from the directory.)
+const char* const kLegacySubdirs[] = {"tls",          "x86_64",         "haswell",         "xeon_phi",
+                                      "avx512_1",     "tls/x86_64",     "tls/haswell",     "tls/xeon_phi",
+                                      "tls/avx512_1", "haswell/x86_64", "xeon_phi/x86_64", "avx512_1/x86_64",
+                                      "tls/haswell/x86_64", "tls/avx512_1/x86_64"};
+
+// A candidate file as the loader would meet it: the name itself (lstat: a symlink and what it
+// says) and what it leads to (stat: a target that appears, vanishes or changes), with its mode.
+json candidate(const std::string& path, long long& newest) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) return "absent";
+  newest = std::max(newest, ns(link.st_ctim));
+  std::string target = identity_of(link);
+  if (S_ISLNK(link.st_mode)) {
+    char to[4096];
+    const ssize_t n = ::readlink(path.c_str(), to, sizeof to);
+    target = identity_noting(path, newest) + " <- " + (n > 0 ? std::string(to, static_cast<std::size_t>(n)) : std::string("?"));
+  }
+  return json::array({identity_of(link), target, static_cast<int>(link.st_mode & 07777)});
+}
+
+json env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? json(v) : json(nullptr);
+}
+
+// File systems whose attributes a client may cache (NFS for up to a minute): a stat there can be
+// older than what open() sees, so nothing found there is cached.
+bool on_remote_fs(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0x6969UL:      // NFS
+    case 0x517BUL:      // SMB
+    case 0xFF534D42UL:  // CIFS
+    case 0xFE534D42UL:  // SMB2
+    case 0x65735546UL:  // FUSE
+    case 0x01021997UL:  // 9p
+    case 0x00C36400UL:  // Ceph
+    case 0x5346414FUL:  // AFS
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 LoaderContext loader_context(const std::vector<std::string>& sonames, const std::vector<std::string>& dirs) {
   LoaderContext c;
+  // The first soname decides: an answer is cached only when it is the one that loaded.
+  const std::string soname = sonames.empty() ? std::string() : sonames.front();
   json searched = json::array();
   for (const std::string& dir : dirs) {
-    json d = {dir, identity_noting(dir, c.newest_change_ns)};
-    // glibc 2.33+ looks in <dir>/glibc-hwcaps/<level>/ first, which RTLD_DI_SERINFO does not list.
+    c.remote = c.remote || on_remote_fs(dir);
+    json d = {dir, identity_noting(dir, c.newest_change_ns), candidate(dir + "/" + soname, c.newest_change_ns)};
+    for (const char* sub : kLegacySubdirs) d.push_back(candidate(dir + "/" + sub + "/" + soname, c.newest_change_ns));
+    // glibc 2.33+ looks in <dir>/glibc-hwcaps/<level>/ first.
     const std::string hwcaps = dir + "/glibc-hwcaps";
     if (DIR* h = ::opendir(hwcaps.c_str())) {
       std::vector<std::string> levels;
@@ -89,33 +149,62 @@ LoaderContext loader_context(const std::vector<std::string>& sonames, const std:
       ::closedir(h);
       std::sort(levels.begin(), levels.end());
       d.push_back(identity_noting(hwcaps, c.newest_change_ns));
-      for (const std::string& level : levels) d.push_back({level, identity_noting(hwcaps + "/" + level, c.newest_change_ns)});
+      for (const std::string& level : levels)
+        d.push_back({level, identity_noting(hwcaps + "/" + level, c.newest_change_ns),
+                     candidate(hwcaps + "/" + level + "/" + soname, c.newest_change_ns)});
     }
     searched.push_back(d);
   }
-  const std::string ld_so_cache = identity_noting("/etc/ld.so.cache", c.newest_change_ns);
-  c.digest = sha256_hex(
-      json_text(json{{"schema", "d9m.loader-context/1"}, {"sonames", sonames}, {"searched", searched}, {"ld.so.cache", ld_so_cache}}));
+  const char* platform = reinterpret_cast<const char*>(getauxval(AT_PLATFORM));
+  c.digest = sha256_hex(json_text(json{
+      {"schema", "d9m.loader-context/2"},
+      {"sonames", sonames},
+      {"searched", searched},
+      {"ld.so.cache", identity_noting("/etc/ld.so.cache", c.newest_change_ns)},
+      {"ld.so.preload", identity_noting("/etc/ld.so.preload", c.newest_change_ns)},
+      // What else steers the loader: preloads and auditors, tunables that mask hwcaps levels, and
+      // the CPU the levels are chosen for (a store copied to another machine).
+      {"environment", {env("LD_LIBRARY_PATH"), env("LD_PRELOAD"), env("LD_AUDIT"), env("GLIBC_TUNABLES")}},
+      {"cpu", {platform ? json(platform) : json(nullptr), getauxval(AT_HWCAP), getauxval(AT_HWCAP2)}}}));
   return c;
 }
 
 namespace {
 
-// The entry as cached: which soname loaded, from which file (and that file's identity), and the
-// version read from it. Anything else (an old or edited row) is not an answer.
+// The objects the process has mapped, by the loader's names for them.
+std::set<std::string> loaded_objects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+// The entry as cached: the first soname, loaded from which file (and that file's identity), every
+// other file that load mapped (its dependencies, with theirs), and the version read. Anything else
+// (an old or edited row) is not an answer.
 std::optional<LibraryVersion> cached(const LibraryQuery& q, const std::string& entry_text) {
-  try {
-    const json e = json::parse(entry_text);
-    const std::string soname = e.at("soname").get<std::string>(), path = e.at("path").get<std::string>();
-    const std::string file = e.at("file").get<std::string>();
-    if (std::find(q.sonames.begin(), q.sonames.end(), soname) == q.sonames.end()) return std::nullopt;
-    if (file == "absent" || file_identity(path) != file) return std::nullopt;
-    const json& version = e.at("version");
-    if (!version.is_string()) return std::nullopt;
-    return LibraryVersion{version, VersionSource::cache, path};
-  } catch (const json::exception&) {
-    return std::nullopt;
+  const json e = parse_stored_json(entry_text);
+  if (!e.is_object() || q.sonames.empty()) return std::nullopt;
+  const auto text = [&](const char* key) -> std::optional<std::string> {
+    const auto it = e.find(key);
+    if (it == e.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const auto soname = text("soname"), path = text("path"), file = text("file"), version = text("version");
+  if (!soname || !path || !file || !version || *soname != q.sonames.front()) return std::nullopt;
+  if (*file == "absent" || file_identity(*path) != *file) return std::nullopt;
+  const auto deps = e.find("mapped");
+  if (deps == e.end() || !deps->is_array()) return std::nullopt;
+  for (const json& d : *deps) {
+    if (!d.is_array() || d.size() != 2 || !d[0].is_string() || !d[1].is_string()) return std::nullopt;
+    const std::string identity = d[1].get<std::string>();
+    if (identity == "absent" || file_identity(d[0].get<std::string>()) != identity) return std::nullopt;
   }
+  return LibraryVersion{*version, VersionSource::cache, *path};
 }
 
 std::string loaded_path(void* handle) {
@@ -125,7 +214,8 @@ std::string loaded_path(void* handle) {
 
 // Whether the process has `path`'s file mapped, by inode and the name the kernel gives it: a file
 // replaced between the load and the stat that files its identity is not cached under the new
-// file's identity with the old one's version.
+// file's identity with the old one's version. (Not by device: overlayfs and btrfs name another
+// device in the mappings than stat does.)
 bool mapped(const std::string& path, const struct stat& st) {
   char* real = ::realpath(path.c_str(), nullptr);
   if (!real) return false;
@@ -139,11 +229,7 @@ bool mapped(const std::string& path, const struct stat& st) {
     unsigned long long inode = 0;
     if (!(in >> address >> perms >> offset >> dev >> inode)) continue;
     std::getline(in >> std::ws, mapped_name);
-    unsigned dev_major = 0, dev_minor = 0;
-    if (std::sscanf(dev.c_str(), "%x:%x", &dev_major, &dev_minor) != 2) continue;
-    if (inode == static_cast<unsigned long long>(st.st_ino) && dev_major == major(st.st_dev) && dev_minor == minor(st.st_dev) &&
-        mapped_name == name)
-      return true;
+    if (inode == static_cast<unsigned long long>(st.st_ino) && mapped_name == name) return true;
   }
   return false;
 }
@@ -157,27 +243,38 @@ LibraryVersion read_loaded(const LibraryQuery& q, void* handle, VersionSource so
 }  // namespace
 
 LibraryVersion library_version(const LibraryQuery& q, const LibraryVersionCache* cache) {
-  // Loaded already (a variant ran, or the process linked it): ask it, as before there was a cache.
-  for (const std::string& name : q.sonames)
-    if (void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return read_loaded(q, h, VersionSource::already_loaded);
+  if (q.sonames.empty()) return {};
+  // The first soname loaded already (a variant ran, or the process linked it): ask it. (A later
+  // one loaded already is not the answer if the first would load: the loop below finds which.)
+  if (void* h = dlopen(q.sonames.front().c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))
+    return read_loaded(q, h, VersionSource::already_loaded);
 
   const std::vector<std::string> dirs = loader_search_dirs();
   // Without the search list the loader's choice cannot be checked: no cache then.
   const LoaderContext context = dirs.empty() ? LoaderContext{} : loader_context(q.sonames, dirs);
-  const bool use_cache = cache && !context.digest.empty();
+  const bool use_cache = cache && !context.digest.empty() && !context.remote;
   if (use_cache && cache->find)
     if (const std::optional<std::string> entry = cache->find(q.library, context.digest))
       if (std::optional<LibraryVersion> hit = cached(q, *entry)) return *hit;
 
-  for (const std::string& name : q.sonames) {
-    void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  const std::set<std::string> before = use_cache ? loaded_objects() : std::set<std::string>{};
+  for (std::size_t i = 0; i < q.sonames.size(); ++i) {
+    void* h = dlopen(q.sonames[i].c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) continue;
     LibraryVersion v = read_loaded(q, h, VersionSource::loaded);
+    // Cached only when the first soname loaded: a later one answers only because the first failed,
+    // and why (absent, unreadable, a dependency missing, out of memory) the context cannot say.
     struct stat st {};
-    if (use_cache && cache->put && v.version.is_string() && !v.path.empty() && ::stat(v.path.c_str(), &st) == 0 && mapped(v.path, st) &&
-        now_ns() - std::max(context.newest_change_ns, ns(st.st_ctim)) >= static_cast<long long>(q.settle_s * 1e9))
+    if (!use_cache || !cache->put || i != 0 || !v.version.is_string() || v.path.empty() || ::stat(v.path.c_str(), &st) != 0 ||
+        !mapped(v.path, st) || on_remote_fs(v.path))
+      return v;
+    long long newest = std::max(context.newest_change_ns, ns(st.st_ctim));
+    json deps = json::array();
+    for (const std::string& name : loaded_objects())
+      if (!before.count(name) && name != v.path) deps.push_back({name, identity_noting(name, newest)});
+    if (now_ns() - newest >= static_cast<long long>(q.settle_s * 1e9))
       cache->put(q.library, context.digest,
-                 json_text(json{{"soname", name}, {"path", v.path}, {"file", identity_of(st)}, {"version", v.version}}));
+                 json_text(json{{"soname", q.sonames[i]}, {"path", v.path}, {"file", identity_of(st)}, {"mapped", deps}, {"version", v.version}}));
     return v;
   }
   return {};

@@ -4,13 +4,17 @@
 // cuBLAS maps cuBLASLt's 600 MB and runs its initialisers, about 0.1 s of every run's start).
 //
 // Which file `dlopen(soname)` loads is decided by the directories the loader searches
-// (`RTLD_DI_SERINFO`: LD_LIBRARY_PATH, the program's RUNPATH, the default ones, each with its
-// glibc-hwcaps subdirectories) and by /etc/ld.so.cache; what version it reports, by that file.
-// A cached answer is filed under a digest of those directories' and that cache's identity (device,
-// inode, mtime and ctime: adding, removing or renaming an entry changes a directory's) and holds
-// the file it came from with that file's identity (also its size). Any change misses and loads
-// the library as before; the answer is then cached again. A library the process has loaded
-// already is asked directly: nothing is saved by a cache then.
+// (`RTLD_DI_SERINFO`: LD_LIBRARY_PATH, the program's RUNPATH, the default ones), what each holds
+// under that name (in the directory, its legacy hwcaps subdirectories and glibc-hwcaps levels: the
+// name and what a symlink leads to), /etc/ld.so.cache and ld.so.preload, the environment that
+// steers the loader (LD_PRELOAD, LD_AUDIT, GLIBC_TUNABLES) and the CPU's hwcaps; what version it
+// reports, by that file. A cached answer is filed under a digest of all of those (device, inode,
+// size, mtime and ctime of each file and directory) and holds the file it came from and every
+// other file that load mapped (its dependencies), with their identities. Any change misses and
+// loads the library as before; the answer is then cached again. Only the first soname's answer is
+// cached (a later one loads only because the first failed, for a reason the digest cannot see);
+// nothing found on a network file system (whose attributes a client may cache) is cached.
+// A library the process has loaded already is asked directly: nothing is saved by a cache then.
 #pragma once
 #include <functional>
 #include <optional>
@@ -62,6 +66,7 @@ std::vector<std::string> loader_search_dirs();
 struct LoaderContext {
   std::string digest;
   long long newest_change_ns = 0;
+  bool remote = false;  // a directory searched is on a network file system: no cache
 };
 LoaderContext loader_context(const std::vector<std::string>& sonames, const std::vector<std::string>& dirs);
 

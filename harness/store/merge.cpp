@@ -264,7 +264,7 @@ void replace_output(const std::string& tmp, const std::string& target, const std
   if (sqlite3_open_v2(target.c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
     fail_environment(out + ": cannot open it to put the merged store in place: " + sqlite3_errmsg(c.db) + "; nothing was written");
   sqlite3_extended_result_codes(c.db, 1);
-  sqlite3_busy_timeout(c.db, 60'000);
+  sqlite3_busy_timeout(c.db, kStoreBusyTimeoutMs);
   sql::exec(c.db, "PRAGMA wal_checkpoint(TRUNCATE)");
   sql::Transaction lock(c.db);
   struct stat st {};

@@ -354,8 +354,10 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
 
 namespace d9m {
 
-// Eight contexts per library at most (the newest written): a directory the loader searches that
-// changes often (a temporary one in LD_LIBRARY_PATH) adds a row per run otherwise.
+// Eight contexts per library at most (the one just written and the seven written before it): a
+// directory the loader searches that changes often (a temporary one in LD_LIBRARY_PATH) adds a
+// row per run otherwise. The write does not wait for another writer's lock (busy timeout 0): a
+// cache is not worth delaying a run's start for.
 LibraryVersionCache Store::library_version_cache() {
   LibraryVersionCache cache;
   if (schema_ < 8) return cache;
@@ -370,6 +372,7 @@ LibraryVersionCache Store::library_version_cache() {
     return std::nullopt;
   };
   cache.put = [db](const std::string& library, const std::string& context, const std::string& entry) {
+    sqlite3_busy_timeout(db, 0);
     try {
       sql::Transaction tx(db);
       sql::Statement(db, "INSERT OR REPLACE INTO library_versions (library, context, entry, written_at) VALUES (?, ?, ?, ?)")
@@ -379,13 +382,15 @@ LibraryVersionCache Store::library_version_cache() {
           .bind(4, utc_now())
           .run();
       sql::Statement(db,
-                     "DELETE FROM library_versions WHERE library = ?1 AND context NOT IN "
-                     "(SELECT context FROM library_versions WHERE library = ?1 ORDER BY written_at DESC, context LIMIT 8)")
+                     "DELETE FROM library_versions WHERE library = ?1 AND context != ?2 AND context NOT IN "
+                     "(SELECT context FROM library_versions WHERE library = ?1 AND context != ?2 ORDER BY written_at DESC, context LIMIT 7)")
           .bind(1, library)
+          .bind(2, context)
           .run();
       tx.commit();
     } catch (const sql::Error&) {  // read-only, full or busy: the next run loads the library again
     }
+    sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);
   };
   return cache;
 }

@@ -23,6 +23,8 @@ namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
 inline constexpr int kStoreSchemaVersion = 8;
+// How long a write waits for another writer's lock before failing.
+inline constexpr int kStoreBusyTimeoutMs = 60'000;
 
 struct TrialRecord {
   std::int64_t trial = 0;

@@ -307,7 +307,7 @@ Store Store::open(const std::string& path, Mode mode) {
   if (::stat(path.c_str(), &after) != 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino)
     refuse("was replaced while it was being opened (by `d9m merge -o`?): try again");
   sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, 60'000);
+  sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);
   int schema = 0;
   try {
     sql::register_functions(db);

@@ -85,13 +85,17 @@ namespace {
 // A call of the frontend's into NVRTC. An NVRTC that cannot be loaded is an error code to the
 // frontend (which fails the case that needed it), said once on stderr with dlopen's reason: an
 // exception must not unwind through the frontend's C-style call sites.
+void say_once(const char* what) {
+  static std::once_flag said;
+  std::call_once(said, [&] { std::fprintf(stderr, "d9m: %s\n", what); });
+}
+
 template <class F, class... A>
 nvrtcResult forward(F Nvrtc::*function, A... args) {
   try {
     return (nvrtc().*function)(args...);
   } catch (const std::exception& e) {
-    static std::once_flag said;
-    std::call_once(said, [&] { std::fprintf(stderr, "d9m: %s\n", e.what()); });
+    say_once(e.what());
     return NVRTC_ERROR_INTERNAL_ERROR;
   }
 }

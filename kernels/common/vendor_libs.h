@@ -41,7 +41,7 @@
 // NVRTC is called by the cuDNN frontend (the attention family's cuDNN variants compile its
 // open-source engines at run time), by these names, directly. vendor_libs.cu defines each as a
 // forward into this table, so the frontend's calls load NVRTC on first use instead of the linker
-// mapping it at every start (9-12 ms). A frontend that starts calling another NVRTC function
+// mapping it at every start (8-14 ms here). A frontend that starts calling another NVRTC function
 // fails to link until it is added here and given its forward.
 #define D9M_NVRTC_FUNCTIONS(X)                                                                                    \
   X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)      \

@@ -2,11 +2,13 @@
 // comes from the cache without loading the library only while the file and what decides the
 // loader's choice are as they were; anything else loads the library, as without a cache. Uses a
 // copy of the system's zlib (zlibVersion() is its version), loaded by path so that each test
-// loads a file no other part of the process has.
+// loads a file no other part of the process has, or by name through LD_LIBRARY_PATH in a child
+// process started with it (the loader reads it once, at start).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 #include "harness/core/library_version.h"
 #include "harness/store/store.h"
 #include "suites/unit/scratch_dir.h"
+
+extern char** environ;
 
 namespace d9m {
 namespace {
@@ -70,7 +74,7 @@ class LibraryVersionTest : public test::ScratchDirTest {
   LibraryQuery query(double settle_s = 0) const {
     LibraryQuery q;
     q.library = "zlib";
-    q.sonames = {path("not-there.so.1"), lib_};
+    q.sonames = {lib_};
     q.read = [](void* handle) -> nlohmann::json {
       auto version = reinterpret_cast<const char* (*)()>(dlsym(handle, "zlibVersion"));
       return version ? nlohmann::json(version()) : nlohmann::json(nullptr);
@@ -163,6 +167,28 @@ TEST_F(LibraryVersionTest, AFileThatChangedMomentsAgoIsNotCached) {
   EXPECT_TRUE(cache_.read().empty()) << "cached an answer from a file whose timestamps cannot yet be trusted";
 }
 
+TEST_F(LibraryVersionTest, ALaterSonameIsAnsweredButNotCached) {
+  LibraryQuery q = query();
+  q.sonames = {path("not-there.so.1"), lib_};
+  EXPECT_EQ(in_child(q), VersionSource::loaded);
+  EXPECT_TRUE(cache_.read().empty()) << "cached the answer of a soname that loaded only because the first did not";
+}
+
+// A later soname loaded already is not the answer while the first would load (as before the
+// cache: the first soname that loads wins).
+TEST_F(LibraryVersionTest, TheFirstSonameThatLoadsWinsOverALaterOneLoadedAlready) {
+  const std::string later = path("libz-later.so.1");
+  fs::copy_file(kZlib, later);
+  void* h = dlopen(later.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr);
+  LibraryQuery q = query();
+  q.sonames = {lib_, later};
+  const LibraryVersion v = library_version(q, nullptr);
+  EXPECT_EQ(v.source, VersionSource::loaded);
+  EXPECT_EQ(v.path, lib_);
+  dlclose(h);
+}
+
 TEST_F(LibraryVersionTest, NoSonameThatLoadsIsNotFound) {
   LibraryQuery q = query();
   q.sonames = {path("none.so.1"), "libd9m-no-such-library.so.7"};
@@ -210,6 +236,78 @@ TEST_F(LibraryVersionTest, TheContextChangesWithEveryDirectoryTheLoaderSearches)
   EXPECT_NE(loader_context(sonames, {a}).digest, seen.back()) << "a directory fewer, the same context";
 }
 
+// By name, as d9m asks for cuBLAS: this test's executable started again with LD_LIBRARY_PATH=A:B
+// (what the loader searches is fixed at a process's start), running only the test below, which
+// answers through the cache file and writes what it found.
+TEST(LibraryVersionChild, AnswerByName) {
+  const char* cache_file = std::getenv("D9M_LIBVERSION_CACHE");
+  const char* out = std::getenv("D9M_LIBVERSION_OUT");
+  if (!cache_file || !out) GTEST_SKIP() << "run by LibraryVersionTest.ByNameThroughTheSearchPath";
+  FileCache file{cache_file};
+  const LibraryVersionCache c = file.cache();
+  LibraryQuery q;
+  q.library = "zlib";
+  q.sonames = {"libd9mtestz.so.1"};
+  q.read = [](void* handle) -> nlohmann::json {
+    auto version = reinterpret_cast<const char* (*)()>(dlsym(handle, "zlibVersion"));
+    return version ? nlohmann::json(version()) : nlohmann::json(nullptr);
+  };
+  q.settle_s = 0;
+  const LibraryVersion v = library_version(q, &c);
+  std::ofstream(out) << to_string(v.source) << "\n" << v.path << "\n";
+}
+
+TEST_F(LibraryVersionTest, ByNameThroughTheSearchPath) {
+  const std::string a = path("A"), b = path("B"), elsewhere = path("T");
+  for (const auto& d : {a, b, elsewhere}) fs::create_directories(d);
+  fs::copy_file(kZlib, b + "/libd9mtestz.so.1");
+  const char* old_path = std::getenv("LD_LIBRARY_PATH");
+  auto child = [&](const std::string& search) {
+    const std::string out = path("out.txt");
+    fs::remove(out);
+    std::vector<std::string> env = {"D9M_LIBVERSION_CACHE=" + cache_.path, "D9M_LIBVERSION_OUT=" + out,
+                                    "LD_LIBRARY_PATH=" + search + (old_path && *old_path ? ":" + std::string(old_path) : "")};
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("LD_LIBRARY_PATH=", 0) != 0) env.emplace_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string exe = fs::read_symlink("/proc/self/exe").string(), filter = "--gtest_filter=LibraryVersionChild.AnswerByName";
+    char* argv[] = {exe.data(), filter.data(), nullptr};
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::ifstream in(out);
+    std::string source, found;
+    std::getline(in, source);
+    std::getline(in, found);
+    return source + " " + found;
+  };
+  const std::string search = a + ":" + b;
+  EXPECT_EQ(child(search), "loaded " + b + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "cache " + b + "/libd9mtestz.so.1");
+  // Another search path (B alone): another context, loaded.
+  EXPECT_EQ(child(b), "loaded " + b + "/libd9mtestz.so.1");
+  // A symlink in A to a file that is not there: the loader passes it by, but it is noted.
+  fs::create_symlink(elsewhere + "/libd9mtestz.so.1", a + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "loaded " + b + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "cache " + b + "/libd9mtestz.so.1");
+  // Its target appears, in a directory the loader does not search and A unchanged: now the loader
+  // takes A's, and the cache must not answer with B's.
+  fs::copy_file(kZlib, elsewhere + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "loaded " + a + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "cache " + a + "/libd9mtestz.so.1");
+  // A file appearing in a glibc-hwcaps level of A (which RTLD_DI_SERINFO does not list), A itself
+  // unchanged: the loader prefers it where the CPU has the level, and either way it is noted.
+  fs::create_directories(a + "/glibc-hwcaps/x86-64-v2");
+  EXPECT_EQ(child(search), "loaded " + a + "/libd9mtestz.so.1");
+  EXPECT_EQ(child(search), "cache " + a + "/libd9mtestz.so.1");
+  fs::copy_file(kZlib, a + "/glibc-hwcaps/x86-64-v2/libd9mtestz.so.1");
+  EXPECT_EQ(child(search).rfind("loaded ", 0), 0u);
+}
+
 TEST(LoaderSearchDirs, AreTheLoadersOwnListEndingInTheDefaultDirectories) {
   const std::vector<std::string> dirs = loader_search_dirs();
   ASSERT_FALSE(dirs.empty()) << "RTLD_DI_SERINFO gave no directory";
@@ -232,7 +330,11 @@ TEST_F(StoreLibraryCacheTest, KeepsEightContextsPerLibraryAndNothingWhenReadOnly
     const LibraryVersionCache c = s.library_version_cache();
     ASSERT_TRUE(c.find && c.put);
     EXPECT_FALSE(c.find("cublas", "ctx0"));
-    for (int i = 0; i < 12; ++i) c.put("cublas", "ctx" + std::to_string(i), "entry" + std::to_string(i));
+    // All in the same second, most likely: the one just written is kept whatever the order of ties.
+    for (int i = 0; i < 12; ++i) {
+      c.put("cublas", "ctx" + std::to_string(i), "entry" + std::to_string(i));
+      EXPECT_EQ(c.find("cublas", "ctx" + std::to_string(i)), std::optional<std::string>("entry" + std::to_string(i)));
+    }
     c.put("cusparse", "ctx0", "sparse");
     c.put("cublas", "ctx11", "entry11b");
     EXPECT_EQ(c.find("cublas", "ctx11"), std::optional<std::string>("entry11b"));
