@@ -4,6 +4,9 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/auxv.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -81,13 +84,35 @@ std::vector<std::string> loader_search_dirs() {
 namespace {
 
 // Where a loader may look for a soname in one directory besides the directory itself: glibc
-// before 2.37 still searches the legacy hwcaps subdirectories (x86-64's platform and capability
-// names, with and without tls/), which RTLD_DI_SERINFO does not list. (The glibc-hwcaps levels
-// are read from the directory.)
-const char* const kLegacySubdirs[] = {"tls",          "x86_64",         "haswell",         "xeon_phi",
-                                      "avx512_1",     "tls/x86_64",     "tls/haswell",     "tls/xeon_phi",
-                                      "tls/avx512_1", "haswell/x86_64", "xeon_phi/x86_64", "avx512_1/x86_64",
-                                      "tls/haswell/x86_64", "tls/avx512_1/x86_64"};
+// before 2.37 still searches the legacy hwcaps subdirectories, which RTLD_DI_SERINFO does not
+// list: an optional tls/, then a platform (AT_PLATFORM, or haswell or xeon_phi where glibc picks
+// them), then the capability names in order (avx512_1, x86_64). Every such path, whether or not
+// this CPU would use it. (The glibc-hwcaps levels are read from the directory.)
+std::vector<std::string> legacy_subdirs() {
+  std::vector<std::string> subs;
+  for (const char* tls : {"", "tls/"})
+    for (const char* platform : {"", "x86_64/", "haswell/", "xeon_phi/"})
+      for (const char* caps : {"", "avx512_1/", "x86_64/", "avx512_1/x86_64/"}) {
+        std::string sub = std::string(tls) + platform + caps;
+        if (sub.empty()) continue;
+        sub.pop_back();
+        subs.push_back(sub);
+      }
+  return subs;
+}
+
+// The CPU's feature bits that glibc's hwcaps levels (x86-64-v2, v3, v4) are chosen by: CPUID
+// leaves 1, 7 and 0x80000001 (a store copied to a machine with another CPU level).
+json cpu_feature_bits() {
+  json bits = json::array();
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) bits.push_back({c, d});
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) bits.push_back({b, c, d});
+  if (__get_cpuid(0x80000001u, &a, &b, &c, &d)) bits.push_back({c, d});
+#endif
+  return bits;
+}
 
 // A candidate file as the loader would meet it: the name itself (lstat: a symlink and what it
 // says) and what it leads to (stat: a target that appears, vanishes or changes), with its mode.
@@ -135,24 +160,26 @@ LoaderContext loader_context(const std::vector<std::string>& sonames, const std:
   LoaderContext c;
   // The first soname decides: an answer is cached only when it is the one that loaded.
   const std::string soname = sonames.empty() ? std::string() : sonames.front();
+  static const std::vector<std::string> subdirs = legacy_subdirs();
   json searched = json::array();
   for (const std::string& dir : dirs) {
     c.remote = c.remote || on_remote_fs(dir);
     json d = {dir, identity_noting(dir, c.newest_change_ns), candidate(dir + "/" + soname, c.newest_change_ns)};
-    for (const char* sub : kLegacySubdirs) d.push_back(candidate(dir + "/" + sub + "/" + soname, c.newest_change_ns));
-    // glibc 2.33+ looks in <dir>/glibc-hwcaps/<level>/ first.
+    for (const std::string& sub : subdirs) d.push_back(candidate(dir + "/" + sub + "/" + soname, c.newest_change_ns));
+    // glibc 2.33+ looks in <dir>/glibc-hwcaps/<level>/ first: the levels it knows, and any the
+    // directory holds. (The folder itself as the loader meets it: a symlink, even a dangling one.)
     const std::string hwcaps = dir + "/glibc-hwcaps";
+    d.push_back(candidate(hwcaps, c.newest_change_ns));
+    std::vector<std::string> levels = {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
     if (DIR* h = ::opendir(hwcaps.c_str())) {
-      std::vector<std::string> levels;
       while (const dirent* e = ::readdir(h))
         if (e->d_name[0] != '.') levels.emplace_back(e->d_name);
       ::closedir(h);
-      std::sort(levels.begin(), levels.end());
-      d.push_back(identity_noting(hwcaps, c.newest_change_ns));
-      for (const std::string& level : levels)
-        d.push_back({level, identity_noting(hwcaps + "/" + level, c.newest_change_ns),
-                     candidate(hwcaps + "/" + level + "/" + soname, c.newest_change_ns)});
     }
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    for (const std::string& level : levels)
+      d.push_back({level, candidate(hwcaps + "/" + level, c.newest_change_ns), candidate(hwcaps + "/" + level + "/" + soname, c.newest_change_ns)});
     searched.push_back(d);
   }
   const char* platform = reinterpret_cast<const char*>(getauxval(AT_PLATFORM));
@@ -164,8 +191,8 @@ LoaderContext loader_context(const std::vector<std::string>& sonames, const std:
       {"ld.so.preload", identity_noting("/etc/ld.so.preload", c.newest_change_ns)},
       // What else steers the loader: preloads and auditors, tunables that mask hwcaps levels, and
       // the CPU the levels are chosen for (a store copied to another machine).
-      {"environment", {env("LD_LIBRARY_PATH"), env("LD_PRELOAD"), env("LD_AUDIT"), env("GLIBC_TUNABLES")}},
-      {"cpu", {platform ? json(platform) : json(nullptr), getauxval(AT_HWCAP), getauxval(AT_HWCAP2)}}}));
+      {"environment", {env("LD_LIBRARY_PATH"), env("LD_PRELOAD"), env("LD_AUDIT"), env("GLIBC_TUNABLES"), env("LD_HWCAP_MASK")}},
+      {"cpu", {platform ? json(platform) : json(nullptr), getauxval(AT_HWCAP), getauxval(AT_HWCAP2), cpu_feature_bits()}}}));
   return c;
 }
 

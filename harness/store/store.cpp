@@ -372,6 +372,10 @@ LibraryVersionCache Store::library_version_cache() {
     return std::nullopt;
   };
   cache.put = [db](const std::string& library, const std::string& context, const std::string& entry) {
+    struct RestoreBusyTimeout {
+      sqlite3* db;
+      ~RestoreBusyTimeout() { sqlite3_busy_timeout(db, kStoreBusyTimeoutMs); }
+    } restore{db};
     sqlite3_busy_timeout(db, 0);
     try {
       sql::Transaction tx(db);
@@ -390,7 +394,6 @@ LibraryVersionCache Store::library_version_cache() {
       tx.commit();
     } catch (const sql::Error&) {  // read-only, full or busy: the next run loads the library again
     }
-    sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);
   };
   return cache;
 }
