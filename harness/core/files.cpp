@@ -214,4 +214,24 @@ bool is_path_safe_name(std::string_view n) {
   });
 }
 
+std::optional<std::string> network_filesystem_name(std::int64_t f_type) {
+  switch (static_cast<std::uint32_t>(f_type)) {
+    case 0x6969: return "NFS";
+    case 0x517b: return "SMB";
+    case 0xff534d42: return "CIFS";
+    case 0xfe534d42: return "SMB2";
+    case 0x564c: return "NCP";
+    case 0x5346414f: return "AFS";
+    case 0x6b414653: return "AFS (kAFS)";
+    case 0x00c36400: return "CephFS";
+    case 0x0bd00bd0: return "Lustre";
+    case 0x47504653: return "GPFS";
+    case 0x01021997: return "9p";
+    case 0x013111a8: return "IBRIX";
+    case 0x19830326: return "FhGFS/BeeGFS";
+    case 0x65735546: return std::nullopt;  // FUSE: local or remote, cannot tell
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace d9m

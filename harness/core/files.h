@@ -4,6 +4,8 @@
 // are written whole or not at all, through a temporary file that no one else can have planted.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -60,5 +62,9 @@ void check_output_folder(const std::string& path);
 // "." or "..", nor a hidden file). Safe on every file system d9m runs on.
 inline constexpr std::size_t kMaxNameLength = 100;
 bool is_path_safe_name(std::string_view name);
+
+// The name of a network file system type (statfs f_type): the store refuses WAL stores there, and
+// the library versions cache caches nothing found there (a client may cache its attributes).
+std::optional<std::string> network_filesystem_name(std::int64_t f_type);
 
 }  // namespace d9m

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "harness/core/digest.h"
+#include "harness/core/files.h"
 #include "harness/core/json_text.h"
 
 namespace d9m {
@@ -58,9 +59,8 @@ long long now_ns() {
 }  // namespace
 
 std::string file_identity(const std::string& path) {
-  struct stat st {};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0) return "absent";
-  return identity_of(st);
+  long long unused = 0;
+  return identity_noting(path, unused);
 }
 
 std::vector<std::string> loader_search_dirs() {
@@ -135,23 +135,13 @@ json env(const char* name) {
 }
 
 // File systems whose attributes a client may cache (NFS for up to a minute): a stat there can be
-// older than what open() sees, so nothing found there is cached.
+// older than what open() sees, so nothing found there is cached. The store's list, and FUSE
+// (which may be either).
 bool on_remote_fs(const std::string& path) {
   struct statfs fs {};
   if (::statfs(path.c_str(), &fs) != 0) return false;
-  switch (static_cast<unsigned long>(fs.f_type)) {
-    case 0x6969UL:      // NFS
-    case 0x517BUL:      // SMB
-    case 0xFF534D42UL:  // CIFS
-    case 0xFE534D42UL:  // SMB2
-    case 0x65735546UL:  // FUSE
-    case 0x01021997UL:  // 9p
-    case 0x00C36400UL:  // Ceph
-    case 0x5346414FUL:  // AFS
-      return true;
-    default:
-      return false;
-  }
+  const auto type = static_cast<std::int64_t>(fs.f_type);
+  return network_filesystem_name(type).has_value() || static_cast<std::uint32_t>(type) == 0x65735546u;
 }
 
 }  // namespace

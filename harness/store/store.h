@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/core/evidence.h"
+#include "harness/core/files.h"  // network_filesystem_name, which open() refuses WAL stores on
 #include "harness/core/fingerprint.h"
 #include "harness/store/run_lease.h"
 #include "harness/store/sqlite.h"
@@ -212,8 +213,5 @@ inline constexpr std::int64_t kMaxCaseRowNumber = (std::int64_t{1} << 31) - 1;
 
 std::string utc_now();          // ISO 8601, seconds, "Z"
 std::string random_run_id();    // 32 hex digits from the OS's random source
-
-// The name of a network file system type (statfs f_type), on which WAL stores are refused.
-std::optional<std::string> network_filesystem_name(std::int64_t f_type);
 
 }  // namespace d9m

@@ -188,30 +188,6 @@ std::optional<std::string> network_filesystem(const std::string& path) {
   return network_filesystem_name(static_cast<std::int64_t>(fs.f_type));
 }
 
-}  // namespace
-
-std::optional<std::string> network_filesystem_name(std::int64_t f_type) {
-  switch (static_cast<std::uint32_t>(f_type)) {
-    case 0x6969: return "NFS";
-    case 0x517b: return "SMB";
-    case 0xff534d42: return "CIFS";
-    case 0xfe534d42: return "SMB2";
-    case 0x564c: return "NCP";
-    case 0x5346414f: return "AFS";
-    case 0x6b414653: return "AFS (kAFS)";
-    case 0x00c36400: return "CephFS";
-    case 0x0bd00bd0: return "Lustre";
-    case 0x47504653: return "GPFS";
-    case 0x01021997: return "9p";
-    case 0x013111a8: return "IBRIX";
-    case 0x19830326: return "FhGFS/BeeGFS";
-    case 0x65735546: return std::nullopt;  // FUSE: local or remote, cannot tell
-    default: return std::nullopt;
-  }
-}
-
-namespace {
-
 // Whether a freshly written store file holds a whole database on its own: no log beside it and
 // SQLite's quick check passes when it is opened afresh.
 bool complete_store_file(const std::string& path) {
