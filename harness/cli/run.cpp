@@ -14,6 +14,7 @@
 #include "harness/core/json_text.h"
 #include "harness/exec/runner.h"
 #include "harness/exec/saved_outputs.h"
+#include "harness/exec/worker.h"
 #include "harness/report/report.h"
 #include "harness/store/store.h"
 
@@ -41,6 +42,13 @@ std::string self_executable() {
 }
 
 int run(const RunArgs& a) {
+  // The first worker starts now, so that its start overlaps this process's catalogue, store and
+  // fingerprint (exec/worker.h). A built-in profile it parses itself; a catalogue file is sent.
+  std::shared_ptr<Worker> worker;
+  if (!a.no_isolation) {
+    worker = std::make_shared<Worker>(WorkerOptions{self_executable(), nullptr, a.threads, a.timeout, a.catalog.empty() ? a.profile : ""});
+    worker->start();
+  }
   const Catalog cat = load_catalog(a.catalog, a.profile);
   const Selection sel{a.backend, a.ops, a.variants, a.configs, a.pipelines};
   const auto cases = plan_cases(cat, Registry::global(), sel);
@@ -57,7 +65,7 @@ int run(const RunArgs& a) {
   RunOptions opt;
   opt.resume = a.resume;
   opt.case_timeout_s = a.timeout;
-  if (!a.no_isolation) opt.worker_executable = self_executable();
+  opt.worker = worker;
   opt.trials = a.trials;
   opt.threads = a.threads;
   opt.progress = isatty(STDERR_FILENO) != 0;

@@ -10,7 +10,7 @@ namespace d9m::cli {
 namespace {
 
 struct WorkerArgs {
-  std::string catalog_digest;
+  std::string builtin_profile;  // the run's catalogue is this built-in profile (exec/worker.h)
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   int parent = 0;
 };
@@ -20,10 +20,10 @@ struct WorkerArgs {
 void add_worker(CLI::App& app, std::vector<Verb>& verbs) {
   auto o = std::make_shared<WorkerArgs>();
   auto* c = app.add_subcommand("_worker", "")->group("");
-  c->add_option("--catalog-digest", o->catalog_digest)->required();
+  c->add_option("--profile", o->builtin_profile);
   c->add_option("--threads", o->threads);
   c->add_option("--parent", o->parent)->required();
-  verbs.push_back({c, [o] { return worker_main(o->threads, o->catalog_digest, static_cast<pid_t>(o->parent)); }});
+  verbs.push_back({c, [o] { return worker_main(o->threads, o->builtin_profile, static_cast<pid_t>(o->parent)); }});
 }
 
 }  // namespace d9m::cli

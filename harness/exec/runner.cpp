@@ -291,12 +291,21 @@ CaseRunRecord case_run_record(const Claim& claim, Role role, const std::string& 
 class CaseRunner {
  public:
   CaseRunner(const Catalog& cat, const RunOptions& opt) : cat_(cat), controls_(canary_catalog(Registry::global())) {
-    if (!opt.worker_executable.empty())
-      worker_ = std::make_unique<Worker>(WorkerOptions{opt.worker_executable, &cat, opt.threads,
-                                                       opt.case_timeout_s});
-    else
+    if (opt.worker) {
+      worker_ = opt.worker;
+      worker_->use_catalog(cat, opt.case_timeout_s);
+    } else if (!opt.worker_executable.empty()) {
+      worker_ = std::make_shared<Worker>(WorkerOptions{opt.worker_executable, &cat, opt.threads, opt.case_timeout_s});
+    } else {
       host_ = std::make_unique<CaseHost>(opt.threads, opt.case_timeout_s);  // the torch worker's watchdog
+    }
   }
+  // The worker exits while the run writes its end; whoever holds it last reaps it.
+  ~CaseRunner() {
+    if (worker_) worker_->close_requests();
+  }
+  CaseRunner(const CaseRunner&) = delete;
+  CaseRunner& operator=(const CaseRunner&) = delete;
 
   // nullopt when the run was asked to stop during the case (a case cut short is not evidence).
   std::optional<CaseExecution> run(const CaseRequest& req, const TrialCallback& after_trial) {
@@ -322,7 +331,7 @@ class CaseRunner {
  private:
   const Catalog& cat_;
   const Catalog& controls_;
-  std::unique_ptr<Worker> worker_;
+  std::shared_ptr<Worker> worker_;
   std::unique_ptr<CaseHost> host_;
   std::map<const CatalogConfig*, std::string> digests_made_here_;
 };

@@ -1,6 +1,7 @@
 // The audit: every selected case of the catalogue, N trials each, into the store.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,8 @@
 #include "harness/store/store.h"
 
 namespace d9m {
+
+class Worker;  // harness/exec/worker.h
 
 struct Selection {
   std::string backend = "all";             // cpu | cuda | torch | all, or a comma-separated list
@@ -51,8 +54,11 @@ struct RunOptions {
   bool canaries = true;                     // include the deterministic and nondeterministic controls
   bool resume = false;                      // continue the newest interrupted run of the same plan
   // Isolation: the d9m binary to start worker processes from (see harness/exec/worker.h); empty runs
-  // every case in this process.
+  // every case in this process, unless `worker` is given.
   std::string worker_executable;
+  // Isolation with a worker the caller started already, before its catalogue was loaded (cli/run.cpp);
+  // the run gives it the catalogue and closes its requests at the end.
+  std::shared_ptr<Worker> worker;
   double case_timeout_s = 300;              // the watchdog: longest wait for a case's next trial
   std::string arguments_json = "[]";
 };

@@ -136,8 +136,9 @@ void Worker::start() {
     ::close(req[1]);
     fail_environment(std::string("cannot create a pipe for the worker: ") + std::strerror(errno));
   }
-  std::vector<std::string> args = {opt_.executable, "_worker", "--threads", std::to_string(opt_.threads),
-                                   "--catalog-digest", opt_.catalog->digest, "--parent", std::to_string(::getpid())};
+  std::vector<std::string> args = {opt_.executable, "_worker", "--threads", std::to_string(opt_.threads)};
+  if (!opt_.builtin_profile.empty()) args.insert(args.end(), {"--profile", opt_.builtin_profile});
+  args.insert(args.end(), {"--parent", std::to_string(::getpid())});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -159,6 +160,17 @@ void Worker::start() {
   to_worker_ = req[1];
   from_worker_ = rep[0];
   buffer_.clear();
+  catalog_sent_ = false;
+}
+
+void Worker::use_catalog(const Catalog& catalog, double timeout_s) {
+  opt_.catalog = &catalog;
+  opt_.timeout_s = timeout_s;
+}
+
+void Worker::close_requests() {
+  if (to_worker_ >= 0) ::close(to_worker_);
+  to_worker_ = -1;
 }
 
 void Worker::kill_and_reap() {
@@ -190,9 +202,14 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
                                       const TrialCallback& after_trial, const std::function<bool()>& stop) {
   CaseExecution failed;  // what is known if the worker does not finish the case
   failed.kind = CaseExecution::Kind::error;
-  if (pid_ < 0) {
-    start();
-    const json catalog = {{"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}};
+  if (pid_ >= 0 && to_worker_ < 0) kill_and_reap();  // its requests were closed: it is on its way out
+  if (pid_ < 0) start();
+  if (!opt_.catalog) fail_internal("worker: a case before the run's catalogue was given (Worker::use_catalog)");
+  if (!catalog_sent_) {
+    catalog_sent_ = true;
+    const json catalog = opt_.builtin_profile.empty()
+                             ? json{{"digest", opt_.catalog->digest}, {"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}}
+                             : json{{"digest", opt_.catalog->digest}, {"builtin", opt_.builtin_profile}};
     if (!write_all(to_worker_, json_text(catalog) + "\n")) {
       failed.detail = "the worker process " + reap_reason() + " before it took the catalogue";
       return failed;
@@ -292,7 +309,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
   }
 }
 
-int worker_main(unsigned threads, const std::string& catalog_digest, pid_t parent) {
+int worker_main(unsigned threads, const std::string& builtin_profile, pid_t parent) {
   // Die with the parent: a run killed with SIGKILL must not leave a worker computing on.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;
@@ -304,24 +321,43 @@ int worker_main(unsigned threads, const std::string& catalog_digest, pid_t paren
   auto send = [&](const json& j) {
     if (!write_all(proto, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n")) std::_Exit(1);
   };
-  // The run's catalogue, as the bytes the run parsed: the same configs at the same indices.
+  // The parent may still be loading its catalogue (cli/run.cpp starts this process first): what
+  // needs no message is done now. A built-in profile is parsed from the same embedded text the
+  // parent parses; an error in it is the parent's to report first, and is sent only if asked for.
+  std::optional<Catalog> builtin;
+  std::optional<std::pair<std::string, ErrorCategory>> builtin_failed;
+  if (!builtin_profile.empty()) try {
+      builtin = builtin_catalog(builtin_profile, Registry::global());
+    } catch (const Error& e) {
+      builtin_failed.emplace(e.what(), e.category());
+    }
+  const Catalog& controls = canary_catalog(Registry::global());
+  CaseHost host(threads);
+  // The run's catalogue: the same configs at the same indices as the run's, which the digest checks.
   std::string line;
   Catalog catalog;
   try {
     if (!std::getline(std::cin, line)) return 0;  // the run ended before it sent one
     const json first = json::parse(line, nullptr, false);
-    if (!first.is_object() || !first.contains("catalog_text") || !first["catalog_text"].is_string() || !first.contains("source") ||
-        !first["source"].is_string())
+    if (!first.is_object() || !first.contains("digest") || !first["digest"].is_string())
       fail_internal("worker: the first message is not the catalogue");
-    catalog = parse_catalog(first["catalog_text"].get<std::string>(), first["source"].get<std::string>(), Registry::global());
-    if (catalog.digest != catalog_digest)
-      fail_internal(catalog.source + ": the worker was sent a catalogue of SHA-256 " + catalog.digest + ", the run's is " + catalog_digest);
+    const std::string run_digest = first["digest"].get<std::string>();
+    if (first.contains("builtin")) {
+      if (first["builtin"] != builtin_profile || builtin_profile.empty())
+        fail_internal("worker: asked for the built-in profile " + first["builtin"].dump() + ", started for \"" + builtin_profile + "\"");
+      if (builtin_failed) throw Error(builtin_failed->second, builtin_failed->first);
+      catalog = std::move(*builtin);
+    } else {
+      if (!first.contains("catalog_text") || !first["catalog_text"].is_string() || !first.contains("source") || !first["source"].is_string())
+        fail_internal("worker: the first message is not the catalogue");
+      catalog = parse_catalog(first["catalog_text"].get<std::string>(), first["source"].get<std::string>(), Registry::global());
+    }
+    if (catalog.digest != run_digest)
+      fail_internal(catalog.source + ": the worker has a catalogue of SHA-256 " + catalog.digest + ", the run's is " + run_digest);
   } catch (const Error& e) {
     send({{"fatal", e.what()}, {"category", to_string(e.category())}});
     return 3;
   }
-  const Catalog& controls = canary_catalog(Registry::global());
-  CaseHost host(threads);
   while (std::getline(std::cin, line)) {
     const json req = json::parse(line, nullptr, false);
     const Catalog& cat = req.is_object() && req.value("catalog", "") == "controls" ? controls : catalog;

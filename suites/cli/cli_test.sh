@@ -261,6 +261,24 @@ assert sqlite3.connect(db).execute('select state from runs').fetchall() == [('in
 "; check "SIGINT: exit 130, interrupted, no worker left" 0 $?
 grep -q "d9m run --resume" "$T/int.err"; check "SIGINT: the message says how to resume" 0 $?
 
+# --- the worker's first message: the catalogue it was started for, with the run's digest ----------
+# (`d9m run` starts its worker before it has loaded the catalogue; a built-in profile the worker
+# parses itself, and it must still refuse any catalogue whose digest is not the run's.)
+worker_first() {  # worker_first NAME PATTERN MESSAGE [--profile P]: the worker answers fatal, exit 3
+  printf '%s\n' "$3" > "$T/first"
+  "$D9M" _worker --threads 1 "${@:4}" --parent $$ < "$T/first" > "$T/wout" 2> "$T/werr"
+  check "worker: $1" 3 $? "$T/wout" "$2"
+}
+worker_first "a built-in profile with another digest" '"fatal":"<quick catalogue>: the worker has a catalogue of SHA-256 [0-9a-f]{64}, the run.s is 00' \
+  '{"digest": "0000", "builtin": "quick"}' --profile quick
+worker_first "a profile it was not started for" 'asked for the built-in profile \\"default\\", started for \\"quick\\"' \
+  '{"digest": "0000", "builtin": "default"}' --profile quick
+worker_first "a profile when started for none" 'asked for the built-in profile \\"quick\\", started for \\"\\"' '{"digest": "0000", "builtin": "quick"}'
+worker_first "an unknown profile, as usage" '"category":"usage","fatal":"--profile: unknown profile' '{"digest": "0000", "builtin": "fast"}' --profile fast
+worker_first "a catalogue text with another digest" 'the run.s is 00' \
+  '{"digest": "0000", "catalog_text": "{\"schema\": \"d9m.catalog/1\", \"configs\": [{\"op\": \"bias_add\", \"name\": \"x\", \"params\": {\"n\": 1, \"h\": 2, \"w\": 2, \"c\": 1}}]}", "source": "t.json"}'
+worker_first "no digest" 'the first message is not the catalogue' '{"builtin": "quick"}' --profile quick
+
 # --- batch invariance and autotune choices through worker processes (the default isolation) ----
 cat > "$T/bi.json" << 'EOF2'
 {"schema": "d9m.catalog/1", "configs": [{"op": "matmul", "name": "bi", "params": {"m": 16, "n": 8, "k": 2048},

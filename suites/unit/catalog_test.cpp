@@ -7,7 +7,9 @@
 #include <set>
 
 #include "harness/core/catalog.h"
+#include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/core/quick_profile.h"
 #include "suites/unit/source_dir.h"
 
 namespace d9m {
@@ -68,6 +70,17 @@ TEST(Catalog, QuickProfileRunsEveryVariantTheDefaultOneRunsOnConfigsOfTheDefault
     EXPECT_TRUE(covered) << cc.op->name << ": no quick config checks batch invariance";
   }
   EXPECT_EQ(builtin_catalog("default", r).digest, all.digest);
+}
+
+// The quick catalogue is selected at build time (harness/tools/make_quick_catalog.cpp) and
+// embedded: it must be what the selection gives on the embedded default catalogue, byte for byte,
+// or the build step ran on another default.json or other code (and the digest would drift).
+TEST(Catalog, EmbeddedQuickCatalogueIsTheDefaultOnesQuickSelection) {
+  EXPECT_EQ(embedded::quick_catalog_json(), quick_catalog_text(embedded::default_catalog_json()));
+  const std::string quick = embedded::quick_catalog_json();
+  EXPECT_EQ(builtin_catalog("quick", Registry::global()).text, quick);
+  EXPECT_THROW(quick_catalog_text(R"({"schema": "d9m.catalog/1", "configs": [{"op": "bias_add"}]})"), std::runtime_error);
+  EXPECT_THROW(quick_catalog_text("[]"), std::runtime_error);
 }
 
 TEST(Catalog, ModelsProfileNamesTheSourceOfEveryShapeInF32AndBf16) {
