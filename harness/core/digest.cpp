@@ -96,19 +96,32 @@ std::string sha256_hex(const std::string& bytes) { return sha256_hex(std::string
 // The hash chain hashes one short row per trial: the algorithm is fetched from OpenSSL's
 // provider once (EVP_Digest with EVP_sha256() fetches it again on every call) and each thread
 // reuses one context.
-std::string sha256_hex(std::string_view a, std::string_view b) {
+void sha256_into(std::string_view a, std::string_view b, std::string_view c, unsigned char out[32], char* hex) {
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   struct Ctx {
     EVP_MD_CTX* p = EVP_MD_CTX_new();
     ~Ctx() { EVP_MD_CTX_free(p); }
   };
   thread_local Ctx ctx;
-  unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (!sha256 || !ctx.p || EVP_DigestInit_ex2(ctx.p, sha256, nullptr) != 1 || EVP_DigestUpdate(ctx.p, a.data(), a.size()) != 1 ||
-      EVP_DigestUpdate(ctx.p, b.data(), b.size()) != 1 || EVP_DigestFinal_ex(ctx.p, md, &len) != 1)
+      EVP_DigestUpdate(ctx.p, b.data(), b.size()) != 1 || EVP_DigestUpdate(ctx.p, c.data(), c.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.p, out, &len) != 1 || len != 32)
     throw std::runtime_error("OpenSSL SHA-256 failed");
-  return lower_hex(md, len);
+  if (hex) {
+    static constexpr char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; ++i) {
+      hex[2 * i] = digits[out[i] >> 4];
+      hex[2 * i + 1] = digits[out[i] & 15];
+    }
+  }
+}
+
+std::string sha256_hex(std::string_view a, std::string_view b) {
+  unsigned char md[32];
+  std::string hex(64, '0');
+  sha256_into(a, b, {}, md, hex.data());
+  return hex;
 }
 
 }  // namespace d9m

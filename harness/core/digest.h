@@ -29,6 +29,9 @@ Digest128 digest_v1(const void* data, std::size_t bytes, ThreadPool* pool = null
 std::string sha256_hex(const std::string& bytes);
 // SHA-256 of the concatenation a || b (no copy of either), lower-case hex.
 std::string sha256_hex(std::string_view a, std::string_view b);
+// SHA-256 of a || b || c as its 32 bytes, and (if hex is not null) its 64 lower-case hex digits,
+// with no allocation: the store's hash chain computes one per trial row.
+void sha256_into(std::string_view a, std::string_view b, std::string_view c, unsigned char out[32], char* hex = nullptr);
 // SHA-256 of a file's bytes, or "" when it cannot be read.
 std::string sha256_file(const std::string& path);
 

@@ -102,11 +102,14 @@ std::string Store::chain_root(int chain_version, const std::string& last, const 
 }
 
 std::string Store::chain_link(const std::string& previous, const std::string& canonical_row) {
-  std::string head;
-  head.reserve(previous.size() + 1);
-  head += previous;
-  head += '\n';
-  return sha256_hex(head, canonical_row);
+  unsigned char bytes[32];
+  std::string hex(64, '0');
+  chain_link_into(previous, canonical_row, bytes, hex.data());
+  return hex;
+}
+
+void Store::chain_link_into(std::string_view previous, std::string_view canonical_row, unsigned char bytes[32], char hex[64]) {
+  sha256_into(previous, "\n", canonical_row, bytes, hex);
 }
 
 namespace {
@@ -129,11 +132,20 @@ std::string Store::canonical_case_run(const std::string& run_id, const std::stri
 }
 
 namespace {
-// Strings JSON writes as they are: no escapes, no UTF-8 to check.
-bool plain(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
-  });
+// Strings JSON writes as they are: no escapes, no UTF-8 to check. A table, since every trial row
+// checks its ids and digest (a chained comparison per character was a third of the row's text).
+struct PlainChars {
+  bool ok[256] = {};
+  constexpr PlainChars() {
+    for (int c = 0; c < 256; ++c)
+      ok[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' || c == '_' || c == '.';
+  }
+};
+constexpr PlainChars kPlain;
+bool plain(std::string_view s) {
+  bool all = true;
+  for (const char c : s) all &= kPlain.ok[static_cast<unsigned char>(c)];
+  return all;
 }
 void append_int(std::string& out, std::int64_t v) {
   char buf[24];
@@ -154,12 +166,17 @@ void append_double(std::string& out, double v) {
 }  // namespace
 
 std::string Store::canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
+  std::string out;
+  append_canonical_trial(out, run_id, case_id, t);
+  return out;
+}
+
+void Store::append_canonical_trial(std::string& out, const std::string& run_id, const std::string& case_id, const TrialRecord& t) {
   // The common row (hex ids, digest and choice; with or without a diff) written directly, byte
   // for byte what the nlohmann dump below gives (a unit test holds the two equal): one row per
   // trial is the store's hot path. Strings that JSON would escape take the general path.
   if (plain(run_id) && plain(case_id) && plain(t.digest) && plain(t.choice)) {
-    std::string out;
-    out.reserve(32 + run_id.size() + case_id.size() + t.digest.size() + 40);
+    out.reserve(out.size() + 32 + run_id.size() + case_id.size() + t.digest.size() + 40);
     out += "[\"trial\",\"";
     out += run_id;
     out += "\",\"";
@@ -189,9 +206,9 @@ std::string Store::canonical_trial(const std::string& run_id, const std::string&
       out += '"';
     }
     out += ']';
-    return out;
+    return;
   }
-  return canonical_trial_general(run_id, case_id, t);
+  out += canonical_trial_general(run_id, case_id, t);
 }
 
 std::string Store::canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t) {

@@ -216,12 +216,20 @@ class TrialLinks {
       std::this_thread::yield();
     }
   }
-  // Only the bytes of each link are kept, and the hex of the latest (the next one hashes it).
+  // Only the bytes of each link are kept, and the hex of the latest (the next one hashes it): one
+  // row buffer and two hex buffers, no allocation per row.
   void compute() {
     try {
+      std::string row;
+      char hex[2][64];
+      std::string_view previous = last_;
       for (std::size_t i = 0; i < trials_.size() && !stop_.load(std::memory_order_relaxed); ++i) {
-        last_ = Store::chain_link(last_, Store::canonical_trial(run_id_, case_id_, trials_[i]));
-        if (!sql::hex_bytes(last_.data(), last_.size(), bytes_[i].data(), 32)) fail_internal("a chain link that is not SHA-256 hex");
+        row.clear();
+        Store::append_canonical_trial(row, run_id_, case_id_, trials_[i]);
+        char* out = hex[i % 2];
+        Store::chain_link_into(previous, row, bytes_[i].data(), out);
+        previous = std::string_view(out, 64);
+        if (i + 1 == trials_.size()) last_.assign(previous);  // before the last link is published
         done_.store(i + 1, std::memory_order_release);
       }
     } catch (...) {

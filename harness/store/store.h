@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/core/evidence.h"
@@ -159,9 +160,13 @@ class Store {
   static std::string closing_row(const std::string& run_id, const std::string& state, const std::string& finished_at,
                                  std::int64_t resumes);
   static std::string chain_link(const std::string& previous, const std::string& canonical_row);
+  // The same link as its 32 bytes and 64 hex digits, with no allocation (the trial rows' path).
+  static void chain_link_into(std::string_view previous, std::string_view canonical_row, unsigned char bytes[32], char hex[64]);
   static std::string canonical_case_run(const std::string& run_id, const std::string& case_id, std::int64_t seq,
                                         const CaseRunRecord& cr);
   static std::string canonical_trial(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
+  // canonical_trial appended to `out` (a buffer reused row after row).
+  static void append_canonical_trial(std::string& out, const std::string& run_id, const std::string& case_id, const TrialRecord& t);
   // The same row through nlohmann::json only (the definition canonical_trial's fast path keeps to).
   static std::string canonical_trial_general(const std::string& run_id, const std::string& case_id, const TrialRecord& t);
   static std::string canonical_trace(const std::string& run_id, const std::string& case_id, const TraceRecord& t);
