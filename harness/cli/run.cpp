@@ -44,10 +44,18 @@ std::string self_executable() {
 int run(const RunArgs& a) {
   // The first worker starts now, so that its start overlaps this process's catalogue, store and
   // fingerprint (exec/worker.h). A built-in profile it parses itself; a catalogue file is sent.
+  // A failure to start it is not reported here, so that it cannot hide a usage error: the first
+  // case tries again, and fails the run as before.
+  const auto new_worker = [&a](const std::string& executable) {
+    return std::make_shared<Worker>(WorkerOptions{executable, nullptr, a.threads, a.timeout, a.catalog.empty() ? a.profile : ""});
+  };
   std::shared_ptr<Worker> worker;
-  if (!a.no_isolation) {
-    worker = std::make_shared<Worker>(WorkerOptions{self_executable(), nullptr, a.threads, a.timeout, a.catalog.empty() ? a.profile : ""});
-    worker->start();
+  if (!a.no_isolation && ::access("/proc/self/exe", X_OK) == 0) {
+    worker = new_worker("/proc/self/exe");
+    try {
+      worker->start();
+    } catch (const Error&) {
+    }
   }
   const Catalog cat = load_catalog(a.catalog, a.profile);
   const Selection sel{a.backend, a.ops, a.variants, a.configs, a.pipelines};
@@ -65,7 +73,10 @@ int run(const RunArgs& a) {
   RunOptions opt;
   opt.resume = a.resume;
   opt.case_timeout_s = a.timeout;
-  opt.worker = worker;
+  if (!a.no_isolation) {
+    if (!worker) worker = new_worker(self_executable());
+    opt.worker = worker;
+  }
   opt.trials = a.trials;
   opt.threads = a.threads;
   opt.progress = isatty(STDERR_FILENO) != 0;

@@ -300,7 +300,8 @@ class CaseRunner {
       host_ = std::make_unique<CaseHost>(opt.threads, opt.case_timeout_s);  // the torch worker's watchdog
     }
   }
-  // The worker exits while the run writes its end; whoever holds it last reaps it.
+  // No more cases: the worker exits while the run reads its evidence back for the verdict;
+  // whoever holds it last (cli/run.cpp) reaps it.
   ~CaseRunner() {
     if (worker_) worker_->close_requests();
   }

@@ -118,7 +118,13 @@ std::string describe_wait_status(int st) {
 
 Worker::~Worker() {
   if (pid_ < 0) return;
-  ::close(to_worker_);  // end of requests: the worker returns from its loop
+  // A worker that never got its catalogue has nothing to finish (a run that failed on usage
+  // right after starting it should not wait for it to parse a catalogue first).
+  if (!catalog_sent_) {
+    kill_and_reap();
+    return;
+  }
+  if (to_worker_ >= 0) ::close(to_worker_);  // end of requests: the worker returns from its loop
   to_worker_ = -1;
   int st = 0;
   if (wait_child_for(pid_, st, std::chrono::seconds(5))) pid_ = -1;  // a clean exit, else SIGKILL
@@ -171,6 +177,7 @@ void Worker::use_catalog(const Catalog& catalog, double timeout_s) {
 void Worker::close_requests() {
   if (to_worker_ >= 0) ::close(to_worker_);
   to_worker_ = -1;
+  opt_.catalog = nullptr;  // the run's, which may be gone after this
 }
 
 void Worker::kill_and_reap() {
@@ -203,17 +210,31 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
   CaseExecution failed;  // what is known if the worker does not finish the case
   failed.kind = CaseExecution::Kind::error;
   if (pid_ >= 0 && to_worker_ < 0) kill_and_reap();  // its requests were closed: it is on its way out
-  if (pid_ < 0) start();
+  bool started_here = false;
+  if (pid_ < 0) {
+    start();
+    started_here = true;
+  }
   if (!opt_.catalog) fail_internal("worker: a case before the run's catalogue was given (Worker::use_catalog)");
   if (!catalog_sent_) {
-    catalog_sent_ = true;
     const json catalog = opt_.builtin_profile.empty()
                              ? json{{"digest", opt_.catalog->digest}, {"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}}
                              : json{{"digest", opt_.catalog->digest}, {"builtin", opt_.builtin_profile}};
-    if (!write_all(to_worker_, json_text(catalog) + "\n")) {
+    const std::string first = json_text(catalog) + "\n";
+    bool sent = write_all(to_worker_, first);
+    if (!sent && !started_here) {
+      // A worker started before the run's catalogue (cli/run.cpp) waited through the run's whole
+      // start; if it died meanwhile (an operator, the OOM killer), this case never reached it,
+      // so it gets a fresh worker once before it is failed.
+      reap_reason();
+      start();
+      sent = write_all(to_worker_, first);
+    }
+    if (!sent) {
       failed.detail = "the worker process " + reap_reason() + " before it took the catalogue";
       return failed;
     }
+    catalog_sent_ = true;
   }
   const json request = {{"catalog", canary_catalog ? "controls" : "main"},
                         {"config", config_index},

@@ -84,5 +84,44 @@ TEST(WorkerProtocol, FatalKeepsItsCategory) {
   fs::remove_all(dir);
 }
 
+// `d9m run` starts its worker before it has its catalogue (cli/run.cpp). A worker that dies in
+// that time (an operator, the OOM killer) never saw the case, so the case gets a fresh worker once
+// instead of an ERROR; a worker started for the case that dies before it takes the catalogue
+// fails the case as before.
+TEST(WorkerProtocol, AWorkerThatDiedBeforeItsCatalogueIsReplacedOnceIfItWasStartedEarly) {
+  const fs::path dir = fs::temp_directory_path() / ("d9m_worker_early_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path script = dir / "fake_worker.sh", marker = dir / "started_once";
+  std::ofstream(script) << "#!/bin/sh\nif [ ! -e '" << marker.string() << "' ]; then : > '" << marker.string()
+                        << "'; exit 1; fi\nread catalog\nread request\n"
+                           "echo '{\"result\": {\"kind\": \"ran\", \"input_digest\": \"in\", \"detail\": \"\", \"claim\": null,"
+                           " \"trials\": [[\"d\", 1, null], [\"d\", 1, null]], \"device_lost\": false}}'\nexec cat > /dev/null\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const Catalog cat = default_catalog(Registry::global());
+  const CatalogConfig& cc = cat.configs.front();
+  const CaseRequest req{&cc, Registry::global().variants_of(cc.op->name).front(), 2, std::nullopt};
+  {
+    Worker worker(WorkerOptions{script.string(), nullptr, 1, 20});
+    worker.start();
+    for (int i = 0; i < 500 && !fs::exists(marker); ++i) ::usleep(10000);
+    ::usleep(300000);  // the first process has exited by now: its pipe is closed
+    worker.use_catalog(cat, 20);
+    const std::optional<CaseExecution> r = worker.run(req, false, 0, nullptr, [] { return false; });
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->kind, CaseExecution::Kind::ran) << r->detail;
+    EXPECT_EQ(r->input_digest, "in");
+  }
+  {
+    fs::remove(marker);  // the next process exits again; this time the case started it
+    Worker worker(WorkerOptions{script.string(), &cat, 1, 20});
+    const std::optional<CaseExecution> r = worker.run(req, false, 0, nullptr, [] { return false; });
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->kind, CaseExecution::Kind::error);
+    EXPECT_NE(r->detail.find("exited with status 1"), std::string::npos) << r->detail;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace d9m
