@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""What a user does without d9m on a GPU: run an op N times with PyTorch on CUDA, compare every
-output with the first (torch.equal, on the device) and hash it (hashlib, after copying it to the
-host), then count the distinct hashes. Runs unsorted_segment_sum as Tensor.index_add_ (PyTorch's
-scatter-add, atomic on CUDA) on the inputs d9m saved with --save-outputs, like peer_numpy.py.
+"""What a user does without d9m: run an op N times with PyTorch, on CUDA or the CPU, compare
+every output with the first (torch.equal, on the device) and hash it (hashlib, after copying it to
+the host), then count the distinct hashes. Runs unsorted_segment_sum as Tensor.index_add_
+(PyTorch's scatter-add, atomic on CUDA) on the inputs d9m saved with --save-outputs, like
+peer_numpy.py.
 
-    peer_torch.py DIR N      DIR = <save-outputs>/unsorted_segment_sum/<config>
+    peer_torch.py DIR N [cuda|cpu]      DIR = <save-outputs>/unsorted_segment_sum/<config>
 Prints one line: "peer trials=N seconds=S distinct=K".
 """
 import hashlib
@@ -18,8 +19,9 @@ import torch  # noqa: E402
 import peer_inputs  # noqa: E402
 
 folder, n = sys.argv[1], int(sys.argv[2])
+device_name = sys.argv[3] if len(sys.argv) > 3 else "cuda"
 data, ids, segments = peer_inputs.load(folder)
-device = torch.device("cuda")
+device = torch.device(device_name)
 data_t = torch.from_numpy(data).to(device)
 ids_t = torch.from_numpy(ids.astype(np.int64)).to(device)
 first, digests = None, set()
@@ -31,5 +33,6 @@ for _ in range(n):
     elif not torch.equal(out, first):
         pass                          # a user would log it; the hash below counts it
     digests.add(hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest())
-torch.cuda.synchronize()
+if device.type == "cuda":
+    torch.cuda.synchronize()
 print(f"peer trials={n} seconds={time.perf_counter() - start:.6f} distinct={len(digests)}")
