@@ -36,7 +36,7 @@ start=$(date +%s.%N)
 "$d9m" run --backend $backend --op unsorted_segment_sum --config $config --variant $variant -n "$n" --no-canaries \
   --db "$t/d9m.sqlite" -q 2> /dev/null  # the controls are not what the peer does: left out
 end=$(date +%s.%N)
-peer=$("$python" "$here/$peer_script" "$t/saved/unsorted_segment_sum/$config" "$n" "${peer_args[@]}")
+peer=$("$python" "$here/$peer_script" "$t/saved/unsorted_segment_sum/$config" "$n" ${peer_args[@]+"${peer_args[@]}"})
 python3 - "$start" "$end" "$n" "$peer" "$variant" "$peer_what" <<'PY'
 import sys
 start, end, n, peer, variant, peer_what = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]

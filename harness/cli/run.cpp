@@ -68,15 +68,14 @@ int run(const RunArgs& a) {
     all.insert(all.end(), cases.begin(), cases.end());
     check_saved_outputs(a.save_outputs, all);
   }
+  // Without isolation's executable the run fails here, before the store is created or migrated.
+  if (!a.no_isolation && !worker) worker = new_worker(self_executable());
   Store store = Store::open(a.db, Store::Mode::read_write);
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
   RunOptions opt;
   opt.resume = a.resume;
   opt.case_timeout_s = a.timeout;
-  if (!a.no_isolation) {
-    if (!worker) worker = new_worker(self_executable());
-    opt.worker = worker;
-  }
+  opt.worker = worker;  // null: --no-isolation
   opt.trials = a.trials;
   opt.threads = a.threads;
   opt.progress = isatty(STDERR_FILENO) != 0;

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 
@@ -226,7 +227,9 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
       // A worker started before the run's catalogue (cli/run.cpp) waited through the run's whole
       // start; if it died meanwhile (an operator, the OOM killer), this case never reached it,
       // so it gets a fresh worker once before it is failed.
-      reap_reason();
+      const std::string why = reap_reason();
+      std::fprintf(stderr, "d9m: the worker process started for this run %s before it took the catalogue; starting another\n",
+                   why.c_str());
       start();
       sent = write_all(to_worker_, first);
     }

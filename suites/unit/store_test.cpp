@@ -329,6 +329,34 @@ TEST_F(StoreTest, TrialRowsOfEveryCountReadBackAsWrittenWithTheChainComputedInOr
 // What schema 7 adds to verify: trial rows keyed into no case row, digests and links of another
 // type or length, case rows without a number, traces of trials not stored, and a trials view or
 // trigger that is not d9m's.
+// The chain's definition pinned to values computed outside d9m (Python's hashlib): a link is the
+// SHA-256 of the previous link's hex, a newline and the row's canonical text. The fast paths (the
+// direct row writer, the hashing thread's allocation-free link) share code with chain_link, so
+// the test above alone could not see a change to the definition.
+TEST(StoreChainDefinition, ALinkIsTheSha256OfThePreviousLinkANewlineAndTheRowsCanonicalText) {
+  const std::string run = "0123456789abcdef0123456789abcdef";
+  std::string previous;
+  for (int i = 0; i < 32; ++i) previous += "ab";
+  std::string case_id;
+  for (int i = 0; i < 32; ++i) case_id += "fe";
+  const std::string digest = "0123456789abcdef0123456789abcdef";
+  const TrialRecord with_diff{7, digest, 1234, DiffStats{3, 0.5, 7, 11}, "algo3"};
+  const TrialRecord plain_row{8, digest, 99, std::nullopt, ""};
+  const std::string row1 = "[\"trial\",\"" + run + "\",\"" + case_id + "\",7,\"" + digest + "\",1234,[3,0.5,7,11],\"algo3\"]";
+  const std::string row2 = "[\"trial\",\"" + run + "\",\"" + case_id + "\",8,\"" + digest + "\",99,null]";
+  EXPECT_EQ(Store::canonical_trial(run, case_id, with_diff), row1);
+  EXPECT_EQ(Store::canonical_trial_general(run, case_id, with_diff), row1);
+  EXPECT_EQ(Store::canonical_trial(run, case_id, plain_row), row2);
+  EXPECT_EQ(Store::chain_link(previous, row1), "0688f4e7c9ea123fc114b1dafc12ba1a986f0e24285dde5c5785095f86ed74e4");
+  EXPECT_EQ(Store::chain_link(previous, row2), "28c43fed8704eb2a5b5fef2e05f14a65a974a159910c8bd864877578bfef2b58");
+  unsigned char bytes[32];
+  char hex[64];
+  Store::chain_link_into(previous, row1, bytes, hex);
+  EXPECT_EQ(std::string(hex, 64), "0688f4e7c9ea123fc114b1dafc12ba1a986f0e24285dde5c5785095f86ed74e4");
+  EXPECT_EQ(bytes[0], 0x06);
+  EXPECT_EQ(bytes[31], 0xe4);
+}
+
 TEST_F(StoreTest, VerifyChecksWhatSchema7KeysByNumberAndTheTrialsView) {
   const std::string p = path("s.sqlite");
   {
