@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "harness/cli/common.h"
@@ -34,10 +35,9 @@ struct RunArgs {
 extern "C" void on_signal(int) { request_stop(); }
 
 // This binary, for starting worker processes of the same build: /proc/self/exe is the running
-// image even if the file was replaced (rebuilt) or deleted since.
-std::string self_executable() {
-  if (::access("/proc/self/exe", X_OK) != 0)
-    fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
+// image even if the file was replaced (rebuilt) or deleted since. Nullopt where /proc is missing.
+std::optional<std::string> self_executable() {
+  if (::access("/proc/self/exe", X_OK) != 0) return std::nullopt;
   return "/proc/self/exe";
 }
 
@@ -46,12 +46,10 @@ int run(const RunArgs& a) {
   // fingerprint (exec/worker.h). A built-in profile it parses itself; a catalogue file is sent.
   // A failure to start it is not reported here, so that it cannot hide a usage error: the first
   // case tries again, and fails the run as before.
-  const auto new_worker = [&a](const std::string& executable) {
-    return std::make_shared<Worker>(WorkerOptions{executable, nullptr, a.threads, a.timeout, a.catalog.empty() ? a.profile : ""});
-  };
   std::shared_ptr<Worker> worker;
-  if (!a.no_isolation && ::access("/proc/self/exe", X_OK) == 0) {
-    worker = new_worker("/proc/self/exe");
+  const std::optional<std::string> executable = a.no_isolation ? std::nullopt : self_executable();
+  if (executable) {
+    worker = std::make_shared<Worker>(WorkerOptions{*executable, nullptr, a.threads, a.timeout, a.catalog.empty() ? a.profile : ""});
     try {
       worker->start();
     } catch (const Error&) {
@@ -69,7 +67,8 @@ int run(const RunArgs& a) {
     check_saved_outputs(a.save_outputs, all);
   }
   // Without isolation's executable the run fails here, before the store is created or migrated.
-  if (!a.no_isolation && !worker) worker = new_worker(self_executable());
+  if (!a.no_isolation && !worker)
+    fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
   Store store = Store::open(a.db, Store::Mode::read_write);
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
   RunOptions opt;

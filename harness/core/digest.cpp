@@ -36,13 +36,17 @@ std::uint64_t leaf_hash(const void* p, std::size_t len) {
 #endif
 }
 
-std::string lower_hex(const unsigned char* md, unsigned len) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(2 * std::size_t{len}, '0');
+void write_lower_hex(const unsigned char* md, unsigned len, char* out) {
+  static constexpr char digits[] = "0123456789abcdef";
   for (unsigned i = 0; i < len; ++i) {
     out[2 * i] = digits[md[i] >> 4];
     out[2 * i + 1] = digits[md[i] & 15];
   }
+}
+
+std::string lower_hex(const unsigned char* md, unsigned len) {
+  std::string out(2 * std::size_t{len}, '0');
+  write_lower_hex(md, len, out.data());
   return out;
 }
 
@@ -108,13 +112,7 @@ void sha256_into(std::string_view a, std::string_view b, std::string_view c, uns
       EVP_DigestUpdate(ctx.p, b.data(), b.size()) != 1 || EVP_DigestUpdate(ctx.p, c.data(), c.size()) != 1 ||
       EVP_DigestFinal_ex(ctx.p, out, &len) != 1 || len != 32)
     throw std::runtime_error("OpenSSL SHA-256 failed");
-  if (hex) {
-    static constexpr char digits[] = "0123456789abcdef";
-    for (int i = 0; i < 32; ++i) {
-      hex[2 * i] = digits[out[i] >> 4];
-      hex[2 * i + 1] = digits[out[i] & 15];
-    }
-  }
+  if (hex) write_lower_hex(out, 32, hex);
 }
 
 std::string sha256_hex(std::string_view a, std::string_view b) {

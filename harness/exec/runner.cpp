@@ -294,8 +294,6 @@ class CaseRunner {
     if (opt.worker) {
       worker_ = opt.worker;
       worker_->use_catalog(cat, opt.case_timeout_s);
-    } else if (!opt.worker_executable.empty()) {
-      worker_ = std::make_shared<Worker>(WorkerOptions{opt.worker_executable, &cat, opt.threads, opt.case_timeout_s});
     } else {
       host_ = std::make_unique<CaseHost>(opt.threads, opt.case_timeout_s);  // the torch worker's watchdog
     }

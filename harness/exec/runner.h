@@ -53,11 +53,9 @@ struct RunOptions {
   bool progress = false;                    // case and trial progress on stderr
   bool canaries = true;                     // include the deterministic and nondeterministic controls
   bool resume = false;                      // continue the newest interrupted run of the same plan
-  // Isolation: the d9m binary to start worker processes from (see harness/exec/worker.h); empty runs
-  // every case in this process, unless `worker` is given.
-  std::string worker_executable;
-  // Isolation with a worker the caller started already, before its catalogue was loaded (cli/run.cpp);
-  // the run gives it the catalogue and closes its requests at the end.
+  // Isolation (harness/exec/worker.h): the worker that runs the cases, which the caller may have
+  // started already, before its catalogue was loaded (cli/run.cpp); the run gives it the catalogue
+  // and closes its requests at the end. Null runs every case in this process.
   std::shared_ptr<Worker> worker;
   double case_timeout_s = 300;              // the watchdog: longest wait for a case's next trial
   std::string arguments_json = "[]";
