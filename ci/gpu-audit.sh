@@ -11,13 +11,27 @@
 #   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing), or a
 #                             bundle of one made by ci/gpu-bundle.sh for a machine without apt
 #
+#   D9M_STAGES="tests libraries others cpu models hook bench peer"   the stages to run (default
+#                             all, in this order; the reports are always written): a lease too short
+#                             for the whole job runs it as several calls, each with its own OUT and
+#                             store (d9m merge combines stores)
+#   D9M_LIBRARY_TRIALS=1000   trials per case for the vendor-library families (cuBLAS/cuBLASLt
+#                             GEMM, cuDNN forward convolution and attention, CUB, cuSPARSE); the
+#                             other GPU cases get D9M_GPU_TRIALS
+#   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
+#   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200)
+#
 # The exit code is that of the GPU tests or, if they pass, of the audit (1: a claim was broken).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-out/gpu-audit}}
 build=${D9M_BUILD_DIR:-build/gpu}
 gpu_trials=${D9M_GPU_TRIALS:-200}
+library_trials=${D9M_LIBRARY_TRIALS:-1000}
 cpu_trials=${D9M_CPU_TRIALS:-20}
+pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
+stages=" ${D9M_STAGES:-tests libraries others cpu models hook bench peer} "
+stage() { [[ $stages == *" $1 "* ]]; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
 log=$out/log.txt
@@ -30,12 +44,20 @@ export D9M_SOURCE_DIR=$PWD
 [[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # cuDNN, cuBLAS and cuSPARSE may live outside the loader's path (e.g. inside a Python
-# environment's nvidia wheels). (grep -c, not -q: under pipefail an early exit of grep can fail ldconfig with SIGPIPE.)
+# environment's nvidia wheels). The copies of python3's PyTorch come first: the torch backend's
+# workers inherit LD_LIBRARY_PATH, PyTorch refuses a cuDNN older than the one it was built with,
+# and a machine can hold an older system cuDNN besides (the lent H200: 9.14 in /usr/lib, 9.19 in
+# PyTorch's environment). Then the loader's own, then a search. (grep -c, not -q: under pipefail
+# an early exit of grep can fail ldconfig with SIGPIPE.)
+torch_nvidia_dirs=$(python3 -c "import nvidia, os; print(' '.join(os.path.abspath(p) for p in nvidia.__path__))" 2> /dev/null)
 find_library_dir() {
-  local name=$1 found
-  ldconfig -p 2> /dev/null | grep -c "$name" > /dev/null && return 0
-  found=$(find /opt /usr /root /home -name "$name" 2> /dev/null | head -n 1)
-  [[ -n $found ]] || found=$(find / -xdev -name "$name" -not -path '/proc/*' 2> /dev/null | head -n 1)
+  local name=$1 found=""
+  [[ -n $torch_nvidia_dirs ]] && found=$(find $torch_nvidia_dirs -name "$name" 2> /dev/null | head -n 1)
+  if [[ -z $found ]]; then
+    ldconfig -p 2> /dev/null | grep -c "$name" > /dev/null && return 0
+    found=$(find /opt /usr /root /home -name "$name" 2> /dev/null | head -n 1)
+    [[ -n $found ]] || found=$(find / -xdev -name "$name" -not -path '/proc/*' 2> /dev/null | head -n 1)
+  fi
   if [[ -n $found ]]; then
     export LD_LIBRARY_PATH=$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     say "$name: $found"
@@ -67,72 +89,93 @@ if ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['fi
   [[ ${D9M_ALLOW_NO_GPU:-0} == 1 ]] || exit 3
 fi
 
-# The test binaries are run directly: a carried build folder's CTest files name the paths of
-# the machine that configured it.
-say "GPU tests"
-"$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
-tests_rc=${PIPESTATUS[0]}
-# The kernels under NVIDIA's sanitizers where the toolkit has them: out-of-bounds and misaligned
-# accesses (memcheck) and shared-memory races (racecheck) count as test failures.
-if command -v compute-sanitizer > /dev/null; then
-  for tool in memcheck racecheck; do
-    say "GPU tests under compute-sanitizer --tool $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/suites/d9m_gpu_tests" --gtest_brief=1 2>&1 | tee -a "$log"
-    rc=${PIPESTATUS[0]}
-    ((rc == 0)) || tests_rc=$rc
-  done
+tests_rc=0 unit_rc=0 gpu_rc=0 cpu_rc=0
+if stage tests; then
+  # The test binaries are run directly: a carried build folder's CTest files name the paths of
+  # the machine that configured it.
+  say "GPU tests"
+  "$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
+  tests_rc=${PIPESTATUS[0]}
+  # The kernels under NVIDIA's sanitizers where the toolkit has them: out-of-bounds and misaligned
+  # accesses (memcheck) and shared-memory races (racecheck) count as test failures.
+  if command -v compute-sanitizer > /dev/null; then
+    for tool in ${D9M_SANITIZERS-memcheck racecheck}; do
+      say "GPU tests under compute-sanitizer --tool $tool"
+      compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/suites/d9m_gpu_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+      rc=${PIPESTATUS[0]}
+      ((rc == 0)) || tests_rc=$rc
+    done
+  fi
+  say "unit tests"
+  "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+  unit_rc=${PIPESTATUS[0]}
+  if [[ -x $build/suites/d9m_with_faults ]]; then
+    say "isolation on the GPU: faults, the sticky CUDA error included, cost only their case"
+    bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"
+    faults_rc=${PIPESTATUS[0]}
+    ((faults_rc == 0)) || tests_rc=$faults_rc
+  fi
 fi
-say "unit tests"
-"$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
-unit_rc=${PIPESTATUS[0]}
 
-if [[ -x $build/suites/d9m_with_faults ]]; then
-  say "isolation on the GPU: faults, the sticky CUDA error included, cost only their case"
-  bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"
-  faults_rc=${PIPESTATUS[0]}
-  ((faults_rc == 0)) || tests_rc=$faults_rc
+# Runs d9m run into the store; a nonzero exit code becomes gpu_rc.
+audit() {
+  "$d9m" run "$@" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  ((rc == 0)) || gpu_rc=$rc
+}
+# The vendor-library families at D9M_LIBRARY_TRIALS, the other families at D9M_GPU_TRIALS and the
+# pipelines at D9M_PIPELINE_TRIALS: disjoint sets, so every case has one run. PyTorch's own CUDA
+# kernels (torch.default, torch.deterministic) run in the same runs, so that they share the stack
+# (its fingerprint names PyTorch's version) and sit beside d9m's and the vendors'.
+library_ops=(matmul matmul_batched symv conv2d sdpa sdpa_bwd reduce_sum cumsum segmented_reduce spmv spmm)
+if stage libraries; then
+  say "audit: vendor-library families, GPU backend and PyTorch's kernels, $library_trials trials per case"
+  audit --backend cuda,torch -n "$library_trials" --op "${library_ops[@]}"
 fi
-
-# PyTorch's own CUDA kernels (torch.default, torch.deterministic) in the same run, so that they
-# share the stack (its fingerprint names PyTorch's version) and sit beside d9m's and the vendors'.
-say "audit: GPU backend and PyTorch's kernels, $gpu_trials trials per case"
-"$d9m" run --backend cuda,torch -n "$gpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
-gpu_rc=${PIPESTATUS[0]}
-# Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
-# above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
-say "trace diff: the GPU run's pipelines"
-"$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
-# The PyTorch hook on a real model's training steps (suites/python/model_step.py), PyTorch's
-# defaults and then use_deterministic_algorithms(True): which output and which op diverged.
-for mode in default deterministic; do
-  say "PyTorch hook: model_step.py, $mode"
-  mkdir -p "$out/hook-$mode"
-  (cd "$out/hook-$mode" && D9M_TORCH_MODE=$mode "$d9m" exec -n "${D9M_HOOK_TRIALS:-10}" --outputs weights.bin --outputs inputs.bin \
-     --name "model_step_$mode" --db "$out/d9m.sqlite" -- python3 "$D9M_SOURCE_DIR/suites/python/model_step.py") 2>&1 | tee -a "$log"
-  "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/hook-$mode/trace-diff.md" 2>&1 | tee -a "$log"
-  rm -f "$out/hook-$mode"/*.bin
-done
-say "audit: CPU backend, $cpu_trials trials per case"
-"$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
-cpu_rc=${PIPESTATUS[0]}
+if stage others; then
+  other_ops=($("$d9m" list --backend cuda,torch --cases | cut -d/ -f1 | grep -v '^pipeline:' | sort -u | grep -vxF -f <(printf '%s\n' "${library_ops[@]}")))
+  say "audit: the other families, GPU backend and PyTorch's kernels, $gpu_trials trials per case"
+  audit --backend cuda,torch -n "$gpu_trials" --op "${other_ops[@]}"
+  say "audit: the pipelines, GPU backend and PyTorch's, $pipeline_trials trials each"
+  audit --backend cuda,torch -n "$pipeline_trials" --pipeline '*'
+  # Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
+  # above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
+  say "trace diff: the GPU run's pipelines"
+  "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
+fi
+if stage cpu; then
+  say "audit: CPU backend, $cpu_trials trials per case"
+  "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  cpu_rc=${PIPESTATUS[0]}
+fi
 models_trials=${D9M_MODELS_TRIALS:-20}
-if ((models_trials > 0)); then
+if stage models && ((models_trials > 0)); then
   # GPU cases only: the CPU references at these shapes take minutes a trial.
   say "audit: models profile, GPU backend, $models_trials trials per case"
-  "$d9m" run --profile models --backend cuda -n "$models_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
-  rc=${PIPESTATUS[0]}
-  ((rc == 0)) || gpu_rc=$rc
+  audit --profile models --backend cuda -n "$models_trials"
 fi
-
-if [[ -x $build/bench/d9m_bench ]]; then
+if stage hook; then
+  # The PyTorch hook on a real model's training steps (suites/python/model_step.py), PyTorch's
+  # defaults and then use_deterministic_algorithms(True): which output and which op diverged.
+  for mode in default deterministic; do
+    say "PyTorch hook: model_step.py, $mode"
+    mkdir -p "$out/hook-$mode"
+    (cd "$out/hook-$mode" && D9M_TORCH_MODE=$mode "$d9m" exec -n "${D9M_HOOK_TRIALS:-10}" --outputs weights.bin --outputs inputs.bin \
+       --name "model_step_$mode" --db "$out/d9m.sqlite" -- python3 "$D9M_SOURCE_DIR/suites/python/model_step.py") 2>&1 | tee -a "$log"
+    "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/hook-$mode/trace-diff.md" 2>&1 | tee -a "$log"
+    rm -f "$out/hook-$mode"/*.bin
+  done
+fi
+if stage bench && [[ -x $build/bench/d9m_bench ]]; then
   say "GPU benchmarks (docs/PERFORMANCE.md)"
   "$build/bench/d9m_bench" --benchmark_filter='Gpu|CpuCostOfDeterminism|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead' \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee -a "$log"
 fi
-
-say "peer: d9m against a PyTorch loop on the GPU and a NumPy loop on the CPU (bench/peer)"
-bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" gpu 2>&1 | tee -a "$log"
-bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" cpu 2>&1 | tee -a "$log"
+if stage peer; then
+  say "peer: d9m against a PyTorch loop on the GPU and a NumPy loop on the CPU (bench/peer)"
+  bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" gpu 2>&1 | tee -a "$log"
+  bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" cpu 2>&1 | tee -a "$log"
+fi
 
 say "reports"
 "$d9m" report --db "$out/d9m.sqlite" --format md -o "$out/report.md" 2>&1 | tee -a "$log"

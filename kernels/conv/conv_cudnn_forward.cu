@@ -11,7 +11,7 @@
 //                      (nothing cached), runs the fastest algorithm it timed, and names it
 //                      (KernelArgs::chose: "algo1", or "algo1+default_math" where cuDNN timed it at
 //                      another math type than the config's). A trial's time includes the search.
-//   cudnn.engine0..63  the graph (backend) API: engine K, by global index, of the config's
+//   cudnn.engine0..127 the graph (backend) API: engine K, by global index, of the config's
 //                      forward-convolution operation graph, at the engine's default knobs.
 //                      prepare() records the engine's numerical notes as a vendor-api claim:
 //                      CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC -> nondeterministic, otherwise
