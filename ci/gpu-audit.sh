@@ -19,6 +19,8 @@
 #                             GEMM, cuDNN forward convolution and attention, CUB, cuSPARSE); the
 #                             other GPU cases get D9M_GPU_TRIALS
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
+#   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials, and those of its
+#                             sort-based cuda.ordered variants (seconds a trial at these shapes)
 #   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200)
 #
 # The exit code is that of the GPU tests or, if they pass, of the audit (1: a claim was broken).
@@ -149,10 +151,16 @@ if stage cpu; then
   cpu_rc=${PIPESTATUS[0]}
 fi
 models_trials=${D9M_MODELS_TRIALS:-20}
+models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
 if stage models && ((models_trials > 0)); then
-  # GPU cases only: the CPU references at these shapes take minutes a trial.
-  say "audit: models profile, GPU backend, $models_trials trials per case"
-  audit --profile models --backend cuda -n "$models_trials"
+  # GPU cases only: the CPU references at these shapes take minutes a trial. The sort-based
+  # cuda.ordered variants get D9M_MODELS_ORDERED_TRIALS: at ResNet-50's shapes a conv backprop's
+  # takes up to 10 s a trial on an H200 (reports/h200-2026-11-26: 28 such cases took 366 of the
+  # 379 s of trials), where cuda.gather gives the same bits in milliseconds.
+  models_variants=($("$d9m" list --profile models --backend cuda --cases | cut -d' ' -f1 | cut -d/ -f3 | sort -u | grep -vx 'cuda.ordered'))
+  say "audit: models profile, GPU backend, $models_trials trials per case (cuda.ordered: $models_ordered_trials)"
+  audit --profile models --backend cuda -n "$models_trials" --variant "${models_variants[@]}"
+  ((models_ordered_trials >= 2)) && audit --profile models --backend cuda -n "$models_ordered_trials" --variant cuda.ordered
 fi
 if stage hook; then
   # The PyTorch hook on a real model's training steps (suites/python/model_step.py), PyTorch's
