@@ -41,16 +41,42 @@ std::string footnote_key(std::size_t i) {
   return k;
 }
 
+// Each stack's fingerprint without the frameworks a run drove. A run with PyTorch's cases records
+// PyTorch in its fingerprint (its cases ran on that too), so the same machine and build make two
+// stacks, one with and one without. d9m's own variants do not depend on PyTorch, so a claim
+// between two of them is checked across such stacks: a GPU run beside PyTorch's kernels and a CPU
+// run on the same machine check each other's bits (the H200 audit had them on S1 and S2).
+std::map<std::string, std::string> stacks_without_frameworks(const ReportData& data) {
+  std::map<std::string, std::string> out;
+  for (const auto& s : data.stacks) {
+    nlohmann::json fp = s.fingerprint;
+    if (fp.is_object()) fp.erase("torch");
+    out[s.id] = fp.dump();
+  }
+  return out;
+}
+
 std::vector<CrossCheck> cross_checks(const ReportData& data) {
   using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;  // op, config id, stack, inputs, variant
-  std::map<Key, const CaseResult*> deterministic;
+  const auto stack_key = stacks_without_frameworks(data);
+  auto key_of = [&](const CaseResult& r) {
+    const auto it = stack_key.find(r.stack);
+    return it == stack_key.end() ? r.stack : it->second;
+  };
+  // Where a variant is deterministic on several such stacks, each claimant pairs with the one on
+  // its own stack first.
+  std::map<Key, std::vector<const CaseResult*>> deterministic;
   for (const auto& r : data.results)
-    if (r.status == Status::deterministic) deterministic[{r.op, r.config_id, r.stack, r.input_digest, r.variant}] = &r;
+    if (r.status == Status::deterministic) deterministic[{r.op, r.config_id, key_of(r), r.input_digest, r.variant}].push_back(&r);
   std::vector<CrossCheck> out;
   for (const auto& r : data.results) {
     if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
-    auto it = deterministic.find({r.op, r.config_id, r.stack, r.input_digest, r.bit_equal_to});
-    if (it != deterministic.end()) out.push_back({&r, it->second->variant, it->second->digest});
+    auto it = deterministic.find({r.op, r.config_id, key_of(r), r.input_digest, r.bit_equal_to});
+    if (it == deterministic.end()) continue;
+    const CaseResult* partner = it->second.front();
+    for (const auto* p : it->second)
+      if (p->stack == r.stack) partner = p;
+    out.push_back({&r, partner->variant, partner->digest, partner->stack});
   }
   return out;
 }
@@ -195,7 +221,9 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
   for (const auto& c : cross)
     if (!c.equal())
       v.failures.push_back({Failure::Kind::cross_implementation, c.result,
-                            where(data, *c.result) + ": claims the bits of " + c.partner + ", digests differ (" +
+                            where(data, *c.result) + ": claims the bits of " + c.partner +
+                                (c.partner_stack == c.result->stack ? "" : " (on " + data.stack(c.partner_stack).label + ")") +
+                                ", digests differ (" +
                                 c.result->digest + " vs " + c.partner_digest + ")"});
   for (const auto& s : data.stacks)
     if (auto why = cudnn_mismatch(s)) v.warnings.push_back(*why);

@@ -29,6 +29,9 @@ namespace d9m {
 struct CrossCheck {
   const CaseResult* result;  // the claiming case
   std::string partner, partner_digest;
+  // The partner's stack: the claimant's, or one that differs from it only in the frameworks a run
+  // drove (PyTorch), which d9m's own variants do not depend on.
+  std::string partner_stack;
   bool equal() const { return result->digest == partner_digest; }
 };
 

@@ -107,7 +107,8 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
   json cross = json::array();
   for (const auto& c : m.cross)
     cross.push_back({{"op", c.result->op}, {"config", c.result->config}, {"stack", c.result->stack}, {"variant", c.result->variant},
-                     {"partner", c.partner}, {"digest", c.result->digest}, {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
+                     {"partner", c.partner}, {"partner_stack", c.partner_stack}, {"digest", c.result->digest},
+                     {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
   json diffs = json::array();
   for (const auto& d : m.stack_differences)
     diffs.push_back({{"op", d.op}, {"config", d.config}, {"variant", d.variant}, {"stack_a", d.stack_a}, {"stack_b", d.stack_b},

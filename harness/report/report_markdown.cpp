@@ -83,19 +83,23 @@ void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& 
 
 void cross_implementation(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   if (m.cross.empty()) return;
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<int, int>> agg;  // equal / checked
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;  // op, variant, partner, stacks
+  std::map<Key, std::pair<int, int>> agg;  // equal / checked
   for (const auto& c : m.cross) {
-    auto& [eq, n] = agg[{c.result->source(), c.result->variant, c.partner, c.result->stack}];
+    std::string stacks = data.stack(c.result->stack).label;
+    if (c.partner_stack != c.result->stack) stacks += " with " + data.stack(c.partner_stack).label;
+    auto& [eq, n] = agg[{c.result->source(), c.result->variant, c.partner, stacks}];
     eq += c.equal();
     ++n;
   }
   o << "\n## Cross-implementation\n\nVariants that claim the bits of another implementation, checked on the same "
-       "config, inputs and stack wherever both were deterministic.\n\n| op | variant | claims the bits of | stack | "
+       "config, inputs and stack wherever both were deterministic (\"S1 with S2\": the partner ran on a stack that differs "
+       "only in the frameworks a run drove, such as PyTorch's version).\n\n| op | variant | claims the bits of | stack | "
        "configs equal |\n|---|---|---|---|---|\n";
   for (const auto& [k, v] : agg) {
     const bool all = v.first == v.second;
-    o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << data.stack(std::get<3>(k)).label
-      << " | " << (all ? "" : "**") << v.first << " of " << v.second << (all ? "" : "** (claim broken)") << " |\n";
+    o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << std::get<3>(k) << " | "
+      << (all ? "" : "**") << v.first << " of " << v.second << (all ? "" : "** (claim broken)") << " |\n";
   }
 }
 

@@ -92,6 +92,45 @@ TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
   EXPECT_FALSE(nlohmann::json::parse(render_json(d, m))["verdict"]["passed"].get<bool>());
 }
 
+// A GPU run beside PyTorch's kernels records PyTorch in its fingerprint, a CPU run on the same
+// machine does not: two stacks that differ only there. d9m's own variants still check each
+// other's bits across them (the H200 audit's GPU and CPU runs were on S1 and S2), and a broken
+// claim across them fails the verdict; a stack that differs in anything else is not paired.
+TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
+  const std::string cpu_run = s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  put(s, cpu_run, "cpu.serial", "deterministic", {"x", "x", "x"});
+  s.finish_run(cpu_run, "complete");
+  info.id = random_run_id();
+  const std::string gpu_run = s.begin_run(fingerprint_from_json({{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}}), info);
+  put(s, gpu_run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
+  put(s, gpu_run, "cpu.blocked", "deterministic", {"y", "y", "y"}, "cpu.serial");  // not the claimed bits
+  s.finish_run(gpu_run, "complete");
+  info.id = random_run_id();
+  const std::string other = s.begin_run(fingerprint_from_json({{"stack", 2}, {"torch", {{"torch", "2.11.0"}}}}), info);
+  put(s, other, "cpu.fixed", "deterministic", {"y", "y", "y"}, "cpu.serial");  // another machine: nothing to pair with
+  s.finish_run(other, "complete");
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.cross.size(), 2u);
+  for (const auto& c : m.cross) EXPECT_NE(c.partner_stack, c.result->stack);
+  // Stack labels follow the runs' start times, equal here: name them from the data.
+  const std::string gpu_stack = d.stack(m.cross[0].result->stack).label, cpu_stack = d.stack(m.cross[0].partner_stack).label;
+  ASSERT_EQ(m.verdict.failures.size(), 1u);
+  EXPECT_EQ(m.verdict.failures[0].kind, Failure::Kind::cross_implementation);
+  EXPECT_NE(m.verdict.failures[0].text.find("claims the bits of cpu.serial (on " + cpu_stack + ")"), std::string::npos)
+      << m.verdict.failures[0].text;
+  const std::string md = render_markdown(d, m);
+  const std::string stacks = " | " + gpu_stack + " with " + cpu_stack + " | ";
+  EXPECT_NE(md.find("| scatter_add | cpu.ordered | cpu.serial" + stacks + "1 of 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scatter_add | cpu.blocked | cpu.serial" + stacks + "**0 of 1** (claim broken) |"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(render_json(d, m));
+  EXPECT_EQ(j["cross_implementation"].size(), 2u);
+  EXPECT_EQ(j["cross_implementation"][0]["partner_stack"], m.cross[0].partner_stack);
+}
+
 // Writes a case of the controls' config (_canary).
 void put_canary(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
                 const std::vector<std::string>& digests) {
