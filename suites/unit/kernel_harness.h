@@ -2,6 +2,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,6 +56,21 @@ inline std::vector<double> values(const HostTensor& t) {
     }
   }
   return out;
+}
+
+// The largest |a[i] - b[i]|, infinite where exactly one of a pair is NaN (or a size differs):
+// std::max(worst, NaN) keeps `worst`, so a plain max would let a NaN output pass any tolerance.
+inline double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  }
+  return worst;
 }
 
 // Inputs from explicit values (in argument order), for hand-computed examples.

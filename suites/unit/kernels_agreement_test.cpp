@@ -41,10 +41,7 @@ TEST(KernelAgreement, EveryVariantMatchesTheSerialReferenceOnTheBuiltInCatalogue
     const double tol = allowed_difference(*cc.op, cc.problem, max_ref);
     for (const auto* v : cpu_variants(cc.op->name)) {
       const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs));
-      double worst = 0;
-      for (std::size_t i = 0; i < ref.size(); ++i)
-        worst = std::max(worst, std::fabs(got[i] - ref[i]));
-      EXPECT_LE(worst, tol) << cc.op->name << "/" << cc.name << "/" << v->name;
+      EXPECT_LE(test::max_abs_difference(got, ref), tol) << cc.op->name << "/" << cc.name << "/" << v->name;
     }
   }
 }
@@ -70,9 +67,7 @@ TEST(KernelAgreement, OpsAtEveryPrecisionMatchTheirReferenceAndOrderedKeepItsBit
       const std::string what = cc.op->name + "/" + base.name + " in " + std::string(dtype_short_name(dtype));
       for (const auto* v : cpu_variants(cc.op->name)) {
         const auto got = test::values(run_variant(cc.op->name, v->name, cc.problem, inputs, 3));
-        double worst = 0;
-        for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]));
-        EXPECT_LE(worst, tol) << what << "/" << v->name;
+        EXPECT_LE(test::max_abs_difference(got, ref), tol) << what << "/" << v->name;
       }
       const std::string ordered = digest(run_variant(cc.op->name, "cpu.ordered", cc.problem, inputs, 1));
       for (unsigned t : {2u, 5u})
