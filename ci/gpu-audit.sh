@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# The whole GPU job, for a machine with an NVIDIA GPU: the GPU tests, then the full audit --
-# every GPU case with at least 200 trials (D9M_GPU_TRIALS), and the CPU cases of the same
-# catalogue (D9M_CPU_TRIALS) into the same store, so cross-implementation equality can be read
-# from it -- then the GPU cases of the models profile (the layer shapes of real networks,
-# D9M_MODELS_TRIALS, default 20; 0 skips it), the benchmarks, the peer comparison and the reports. Everything goes under OUT
-# (first argument, or $OUT, or out/gpu-audit): d9m.sqlite, report.md, report.json, trace-diff.md,
-# fingerprint.json, nvidia-smi.txt, bench.json, log.txt.
+# The whole GPU job, for a machine with an NVIDIA GPU, in stages: the GPU tests (with
+# compute-sanitizer, the unit tests and fault isolation); the audit of the vendor-library families
+# at D9M_LIBRARY_TRIALS and of every other GPU case at D9M_GPU_TRIALS, with PyTorch's kernels, and
+# the pipelines; the CPU cases of the same catalogue (D9M_CPU_TRIALS) into the same store, so that
+# cross-implementation equality can be read from it; the GPU cases of the models profile (the
+# layer shapes of real networks); the PyTorch hook; the benchmarks and the peer comparison; then
+# the reports. Everything goes under OUT (first argument, or $OUT, or out/gpu-audit):
+# d9m.sqlite, report.md, report.json, trace-diff.md, fingerprint.json, nvidia-smi.txt, bench.json,
+# log.txt.
 #
 #   ci/gpu-audit.sh [OUT]
 #   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing), or a
 #                             bundle of one made by ci/gpu-bundle.sh for a machine without apt
 #
 #   D9M_STAGES="tests libraries others cpu models hook bench peer"   the stages to run (default
-#                             all, in this order; the reports are always written): a lease too short
-#                             for the whole job runs it as several calls, each with its own OUT and
-#                             store (d9m merge combines stores)
+#                             all, in this order; an unknown name stops the job; the reports are
+#                             written wherever a stage made a store): a lease too short for the whole
+#                             job runs it as several calls, each with its own OUT and store (d9m merge
+#                             combines stores)
+#   D9M_GPU_TRIALS=200, D9M_CPU_TRIALS=20
 #   D9M_LIBRARY_TRIALS=1000   trials per case for the vendor-library families (cuBLAS/cuBLASLt
-#                             GEMM, cuDNN forward convolution and attention, CUB, cuSPARSE); the
-#                             other GPU cases get D9M_GPU_TRIALS
+#                             GEMM, cuDNN forward convolution and attention, CUB, cuSPARSE, and
+#                             sparse_dense_matmul, which has cuSPARSE's SpMM variants)
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
-#   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials, and those of its
-#                             sort-based cuda.ordered variants (seconds a trial at these shapes)
+#   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials (0 skips it), and
+#                             those of the conv backprops' sort-based cuda.ordered (seconds a trial)
 #   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200)
 #
-# The exit code is that of the GPU tests or, if they pass, of the audit (1: a claim was broken).
+# The exit code is the first nonzero one of the GPU tests, the unit tests, the GPU runs, the CPU
+# run and the report's verdict (1: a claim was broken).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-out/gpu-audit}}
@@ -32,7 +37,11 @@ gpu_trials=${D9M_GPU_TRIALS:-200}
 library_trials=${D9M_LIBRARY_TRIALS:-1000}
 cpu_trials=${D9M_CPU_TRIALS:-20}
 pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
-stages=" ${D9M_STAGES-tests libraries others cpu models hook bench peer} "
+all_stages="tests libraries others cpu models hook bench peer"
+stages=" $(echo ${D9M_STAGES-$all_stages}) "  # any whitespace between names
+for s in $stages; do
+  [[ " $all_stages " == *" $s "* ]] || { echo "gpu-audit: unknown stage '$s' in D9M_STAGES (stages: $all_stages)" >&2; exit 2; }
+done
 stage() { [[ $stages == *" $1 "* ]]; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
@@ -46,15 +55,29 @@ export D9M_SOURCE_DIR=$PWD
 [[ -d $build/lib ]] && export LD_LIBRARY_PATH=$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 # cuDNN, cuBLAS and cuSPARSE may live outside the loader's path (e.g. inside a Python
-# environment's nvidia wheels). The copies of python3's PyTorch come first: the torch backend's
-# workers inherit LD_LIBRARY_PATH, PyTorch refuses a cuDNN older than the one it was built with,
-# and a machine can hold an older system cuDNN besides (the lent H200: 9.14 in /usr/lib, 9.19 in
-# PyTorch's environment). Then the loader's own, then a search. (grep -c, not -q: under pipefail
-# an early exit of grep can fail ldconfig with SIGPIPE.)
-torch_nvidia_dirs=$(python3 -c "import nvidia, os; print(' '.join(os.path.abspath(p) for p in nvidia.__path__))" 2> /dev/null)
+# environment's nvidia wheels). The copies the torch backend's Python ($D9M_PYTHON, else python3)
+# loads come first, read from its own memory map after `import torch`: its workers inherit
+# LD_LIBRARY_PATH, PyTorch refuses a cuDNN older than the one it was built with, and a machine
+# can hold another cuDNN besides (the lent H200: 9.14 in /usr/lib, 9.19 in PyTorch's environment).
+# Then the loader's own, then a search. (grep -c, not -q: under pipefail an early exit of grep can
+# fail ldconfig with SIGPIPE.)
+torch_libraries=$("${D9M_PYTHON:-python3}" - 2> /dev/null << 'PY'
+import os
+import torch
+try:
+    torch.backends.cudnn.version()  # loads cuDNN where PyTorch defers it
+except Exception:
+    pass
+with open("/proc/self/maps") as maps:
+    paths = {line.split()[-1] for line in maps if len(line.split()) >= 6}
+for path in sorted(paths):
+    if os.path.basename(path).startswith(("libcudnn.so", "libcublas", "libcusparse")):
+        print(path)
+PY
+)
 find_library_dir() {
-  local name=$1 found=""
-  [[ -n $torch_nvidia_dirs ]] && found=$(find $torch_nvidia_dirs -name "$name" 2> /dev/null | head -n 1)
+  local name=$1 found
+  found=$(awk -v n="$name" '{ k = split($0, part, "/"); if (part[k] == n) { print; exit } }' <<< "$torch_libraries")
   if [[ -z $found ]]; then
     ldconfig -p 2> /dev/null | grep -c "$name" > /dev/null && return 0
     found=$(find /opt /usr /root /home -name "$name" 2> /dev/null | head -n 1)
@@ -91,7 +114,7 @@ if ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['fi
   [[ ${D9M_ALLOW_NO_GPU:-0} == 1 ]] || exit 3
 fi
 
-tests_rc=0 unit_rc=0 gpu_rc=0 cpu_rc=0
+tests_rc=0 unit_rc=0 gpu_rc=0 cpu_rc=0 report_rc=0
 if stage tests; then
   # The test binaries are run directly: a carried build folder's CTest files name the paths of
   # the machine that configured it.
@@ -119,26 +142,39 @@ if stage tests; then
   fi
 fi
 
-# Runs d9m run into the store; a nonzero exit code becomes gpu_rc.
+# Runs d9m run into the store; the first nonzero exit code becomes gpu_rc (a 1, a broken claim,
+# is not overwritten by a later run's code).
 audit() {
   "$d9m" run "$@" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
-  ((rc == 0)) || gpu_rc=$rc
+  ((rc == 0 || gpu_rc != 0)) || gpu_rc=$rc
+}
+# The distinct values of one field (1: op, 3: variant) of `d9m list --cases` for the given
+# selection, one per line, into the array named first; stops the job if d9m cannot list them or
+# none is left after `filter` (an empty list would make the next option swallow the one after it).
+list_field() {
+  local -n into=$1
+  local field=$2 filter=$3 listed
+  shift 3
+  listed=$("$d9m" list --cases "$@") && [[ -n $listed ]] || { say "d9m list --cases $* failed or listed nothing"; exit 3; }
+  into=($(cut -d' ' -f1 <<< "$listed" | cut -d/ -f"$field" | sort -u | grep -vx -E "$filter"))
+  ((${#into[@]} > 0)) || { say "d9m list --cases $*: nothing left but $filter"; exit 3; }
 }
 # The vendor-library families at D9M_LIBRARY_TRIALS, the other families at D9M_GPU_TRIALS and the
-# pipelines at D9M_PIPELINE_TRIALS: disjoint sets, so every case has one run. PyTorch's own CUDA
-# kernels (torch.default, torch.deterministic) run in the same runs, so that they share the stack
-# (its fingerprint names PyTorch's version) and sit beside d9m's and the vendors'.
-library_ops=(matmul matmul_batched symv conv2d sdpa sdpa_bwd reduce_sum cumsum segmented_reduce spmv spmm)
+# pipelines at D9M_PIPELINE_TRIALS: disjoint sets, so every case has one run (the two controls
+# excepted, which every run has). PyTorch's own CUDA kernels (torch.default, torch.deterministic)
+# run in the same runs, so that they share the stack (its fingerprint names PyTorch's version) and
+# sit beside d9m's and the vendors'.
+library_ops=(matmul matmul_batched symv conv2d sdpa sdpa_bwd reduce_sum cumsum segmented_reduce spmv spmm sparse_dense_matmul)
 if stage libraries; then
   say "audit: vendor-library families, GPU backend and PyTorch's kernels, $library_trials trials per case"
   audit --backend cuda,torch -n "$library_trials" --op "${library_ops[@]}"
 fi
 if stage others; then
-  other_ops=($("$d9m" list --backend cuda,torch --cases | cut -d/ -f1 | grep -v '^pipeline:' | sort -u | grep -vxF -f <(printf '%s\n' "${library_ops[@]}")))
+  list_field other_ops 1 "pipeline:.*|$(IFS='|'; echo "${library_ops[*]}")" --backend cuda,torch
   say "audit: the other families, GPU backend and PyTorch's kernels, $gpu_trials trials per case"
   audit --backend cuda,torch -n "$gpu_trials" --op "${other_ops[@]}"
-  say "audit: the pipelines, GPU backend and PyTorch's, $pipeline_trials trials each"
+  say "audit: the pipelines' GPU settings, $pipeline_trials trials each"
   audit --backend cuda,torch -n "$pipeline_trials" --pipeline '*'
   # Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
   # above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
@@ -154,13 +190,20 @@ models_trials=${D9M_MODELS_TRIALS:-20}
 models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
 if stage models && ((models_trials > 0)); then
   # GPU cases only: the CPU references at these shapes take minutes a trial. The sort-based
-  # cuda.ordered variants get D9M_MODELS_ORDERED_TRIALS: at ResNet-50's shapes a conv backprop's
-  # takes up to 10 s a trial on an H200 (reports/h200-2026-11-26: 28 such cases took 366 of the
-  # 379 s of trials), where cuda.gather gives the same bits in milliseconds.
-  models_variants=($("$d9m" list --profile models --backend cuda --cases | cut -d' ' -f1 | cut -d/ -f3 | sort -u | grep -vx 'cuda.ordered'))
-  say "audit: models profile, GPU backend, $models_trials trials per case (cuda.ordered: $models_ordered_trials)"
-  audit --profile models --backend cuda -n "$models_trials" --variant "${models_variants[@]}"
-  ((models_ordered_trials >= 2)) && audit --profile models --backend cuda -n "$models_ordered_trials" --variant cuda.ordered
+  # cuda.ordered variants of the convolution backprops get D9M_MODELS_ORDERED_TRIALS: at
+  # ResNet-50's shapes they take up to 10 s a trial on an H200 (reports/h200-2026-11-26: their 140
+  # trials took 366 of the 379 s of trials), where cuda.gather gives the same bits in milliseconds.
+  slow_ops=(conv2d_bwd_data conv2d_bwd_filter)
+  list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda
+  list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda --op "${slow_ops[@]}"
+  say "audit: models profile, GPU backend, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
+  audit --profile models --backend cuda -n "$models_trials" --op "${models_ops[@]}"
+  audit --profile models --backend cuda -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
+  if ((models_ordered_trials >= 2)); then
+    audit --profile models --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
+  else
+    say "the conv backprops' cuda.ordered left out (D9M_MODELS_ORDERED_TRIALS < 2)"
+  fi
 fi
 if stage hook; then
   # The PyTorch hook on a real model's training steps (suites/python/model_step.py), PyTorch's
@@ -190,7 +233,10 @@ fi
 # Only where a stage wrote a store: d9m report would create an empty one.
 if [[ -f $out/d9m.sqlite ]]; then
   say "reports"
+  # The report's verdict covers what no single run judges: claims between runs and between stacks
+  # that differ only in PyTorch (a GPU variant's claim to a CPU variant's bits). Its exit code counts.
   "$d9m" report --db "$out/d9m.sqlite" --format md -o "$out/report.md" 2>&1 | tee -a "$log"
+  report_rc=${PIPESTATUS[0]}
   "$d9m" report --db "$out/d9m.sqlite" --format json -o "$out/report.json" 2>&1 | tee -a "$log"
   "$d9m" verify --db "$out/d9m.sqlite" 2>&1 | tee -a "$log"
   # A WAL store is only whole with its -wal file; fold it in so d9m.sqlite alone is the evidence.
@@ -208,8 +254,8 @@ with open(sys.argv[1], 'rb') as src, lzma.open(sys.argv[1] + '.xz', 'wb', preset
 else
   say "no store: no stage ran a case"
 fi
-say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc"
-for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc; do
+say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc, report $report_rc"
+for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc $report_rc; do
   ((rc != 0)) && exit "$rc"
 done
 exit 0

@@ -50,7 +50,11 @@ std::map<std::string, std::string> stacks_without_frameworks(const ReportData& d
   std::map<std::string, std::string> out;
   for (const auto& s : data.stacks) {
     nlohmann::json fp = s.fingerprint;
-    if (fp.is_object()) fp.erase("torch");
+    if (!fp.is_object()) {
+      out[s.id] = s.id;  // nothing to compare: a stack of its own
+      continue;
+    }
+    fp.erase("torch");
     out[s.id] = fp.dump();
   }
   return out;
@@ -63,8 +67,8 @@ std::vector<CrossCheck> cross_checks(const ReportData& data) {
     const auto it = stack_key.find(r.stack);
     return it == stack_key.end() ? r.stack : it->second;
   };
-  // Where a variant is deterministic on several such stacks, each claimant pairs with the one on
-  // its own stack first.
+  // Where the partner is deterministic on several such stacks, a claimant is checked against the
+  // one on its own stack if there is one, else against each of them.
   std::map<Key, std::vector<const CaseResult*>> deterministic;
   for (const auto& r : data.results)
     if (r.status == Status::deterministic) deterministic[{r.op, r.config_id, key_of(r), r.input_digest, r.variant}].push_back(&r);
@@ -73,10 +77,12 @@ std::vector<CrossCheck> cross_checks(const ReportData& data) {
     if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
     auto it = deterministic.find({r.op, r.config_id, key_of(r), r.input_digest, r.bit_equal_to});
     if (it == deterministic.end()) continue;
-    const CaseResult* partner = it->second.front();
-    for (const auto* p : it->second)
-      if (p->stack == r.stack) partner = p;
-    out.push_back({&r, partner->variant, partner->digest, partner->stack});
+    const auto own = std::find_if(it->second.begin(), it->second.end(), [&](const CaseResult* p) { return p->stack == r.stack; });
+    if (own != it->second.end()) {
+      out.push_back({&r, (*own)->variant, (*own)->digest, (*own)->stack});
+      continue;
+    }
+    for (const auto* p : it->second) out.push_back({&r, p->variant, p->digest, p->stack});
   }
   return out;
 }

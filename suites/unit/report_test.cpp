@@ -131,6 +131,28 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   EXPECT_EQ(j["cross_implementation"][0]["partner_stack"], m.cross[0].partner_stack);
 }
 
+// A claimant whose own stack has the partner is checked against that one only, even where a
+// stack differing only in PyTorch has the partner with other bits.
+TEST(Report, ACrossClaimPairsWithItsOwnStackFirst) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
+  const std::string plain = s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  put(s, plain, "cpu.serial", "deterministic", {"z", "z", "z"});
+  s.finish_run(plain, "complete");
+  info.id = random_run_id();
+  const std::string with_torch = s.begin_run(fingerprint_from_json({{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}}), info);
+  put(s, with_torch, "cpu.serial", "deterministic", {"x", "x", "x"});
+  put(s, with_torch, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
+  s.finish_run(with_torch, "complete");
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.cross.size(), 1u);
+  EXPECT_EQ(m.cross[0].partner_stack, m.cross[0].result->stack);
+  EXPECT_TRUE(m.cross[0].equal());
+  EXPECT_TRUE(m.verdict.held());
+}
+
 // Writes a case of the controls' config (_canary).
 void put_canary(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
                 const std::vector<std::string>& digests) {
