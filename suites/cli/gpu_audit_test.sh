@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# ci/gpu-audit.sh's stage selection, on any machine (D9M_ALLOW_NO_GPU): a misspelt stage stops
+# the job before anything runs (a lease must not come back green with nothing done), and no stage
+# writes no store and no report, and exits 0.
+#   gpu_audit_test.sh BUILD_DIR
+set -uo pipefail
+build=${1:?usage: gpu_audit_test.sh BUILD_DIR}
+script="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/ci/gpu-audit.sh"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+job() { D9M_BUILD_DIR=$build D9M_ALLOW_NO_GPU=1 bash "$script" "$tmp/$1" > "$tmp/$1.log" 2>&1; }
+
+D9M_STAGES="tests library" job misspelt
+rc=$?
+((rc == 2)) || fail "an unknown stage: exit $rc, not 2 ($(tail -2 "$tmp/misspelt.log"))"
+grep -q "unknown stage 'library'" "$tmp/misspelt.log" || fail "an unknown stage: $(tail -2 "$tmp/misspelt.log")"
+[[ ! -e $tmp/misspelt/fingerprint.json ]] || fail "an unknown stage: the job started"
+
+D9M_STAGES="" job none
+rc=$?
+((rc == 0)) || fail "no stage: exit $rc ($(tail -3 "$tmp/none.log"))"
+grep -q "no store: no stage ran a case" "$tmp/none.log" || fail "no stage: $(tail -3 "$tmp/none.log")"
+[[ ! -e $tmp/none/d9m.sqlite && ! -e $tmp/none/report.md ]] || fail "no stage: a store or report was written"
+[[ -s $tmp/none/fingerprint.json ]] || fail "no stage: no fingerprint.json"
+
+# Stage names may be separated by any whitespace.
+D9M_STAGES=$'\n' job blank
+rc=$?
+((rc == 0)) || fail "a newline as the stage list: exit $rc ($(tail -3 "$tmp/blank.log"))"
+echo "gpu-audit.sh stages: ok"
