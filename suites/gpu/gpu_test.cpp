@@ -320,8 +320,9 @@ TEST(CudaExecutor, BatchedTrialsKeepEveryDigestDiffAndStop) {
 // cuSPARSE (issue 12): every algorithm of cusparseSpMV and cusparseSpMM on every sparse config of
 // the default catalogue, 50 calls each. Each that runs is within tolerance of cpu.serial; each
 // claimed deterministic for the config (the documented paths, A not transposed) gives one digest
-// in all 50 (two known broken vendor claims are printed instead); an algorithm cuSPARSE refuses is UNSUPPORTED with cuSPARSE's status in the reason,
-// and the default algorithm takes every f32 and f64 config.
+// in all 50 (two known broken vendor claims are printed instead); an algorithm cuSPARSE refuses
+// is UNSUPPORTED with cuSPARSE's status in the reason, and the default algorithm takes every f32
+// and f64 config.
 TEST(CusparseVariants, DocumentedDeterministicPathsRepeatAndAllMatchTheReference) {
   D9M_REQUIRE_GPU();
   const Catalog cat = default_catalog(Registry::global());

@@ -47,10 +47,14 @@ void put(Store& s, const std::string& run, const std::string& variant, const std
   s.put_case(run, rec, cr, ts);
 }
 
-std::string begin(Store& s) {
+// A run on the stack whose fingerprint is `fp`.
+std::string begin(Store& s, const nlohmann::json& fp = {{"stack", 1}}) {
   RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
-  return s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  return s.begin_run(fingerprint_from_json(fp), info);
 }
+
+// The fingerprint of a run that also drove PyTorch on the stack {"stack": n}.
+nlohmann::json with_torch(int n) { return {{"stack", n}, {"torch", {{"torch", "2.11.0"}}}}; }
 
 TEST(Report, VerdictAndCellsFollowTheEvidence) {
   Fixture f;
@@ -99,17 +103,14 @@ TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
 TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   Fixture f;
   Store s = Store::open(f.path, Store::Mode::read_write);
-  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
-  const std::string cpu_run = s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  const std::string cpu_run = begin(s);
   put(s, cpu_run, "cpu.serial", "deterministic", {"x", "x", "x"});
   s.finish_run(cpu_run, "complete");
-  info.id = random_run_id();
-  const std::string gpu_run = s.begin_run(fingerprint_from_json({{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}}), info);
+  const std::string gpu_run = begin(s, with_torch(1));
   put(s, gpu_run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
   put(s, gpu_run, "cpu.blocked", "deterministic", {"y", "y", "y"}, "cpu.serial");  // not the claimed bits
   s.finish_run(gpu_run, "complete");
-  info.id = random_run_id();
-  const std::string other = s.begin_run(fingerprint_from_json({{"stack", 2}, {"torch", {{"torch", "2.11.0"}}}}), info);
+  const std::string other = begin(s, with_torch(2));
   put(s, other, "cpu.fixed", "deterministic", {"y", "y", "y"}, "cpu.serial");  // another machine: nothing to pair with
   s.finish_run(other, "complete");
   const ReportData d = load_report_data(s);
@@ -136,15 +137,13 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
 TEST(Report, ACrossClaimPairsWithItsOwnStackFirst) {
   Fixture f;
   Store s = Store::open(f.path, Store::Mode::read_write);
-  RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 1};
-  const std::string plain = s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+  const std::string plain = begin(s);
   put(s, plain, "cpu.serial", "deterministic", {"z", "z", "z"});
   s.finish_run(plain, "complete");
-  info.id = random_run_id();
-  const std::string with_torch = s.begin_run(fingerprint_from_json({{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}}), info);
-  put(s, with_torch, "cpu.serial", "deterministic", {"x", "x", "x"});
-  put(s, with_torch, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
-  s.finish_run(with_torch, "complete");
+  const std::string torch_run = begin(s, with_torch(1));
+  put(s, torch_run, "cpu.serial", "deterministic", {"x", "x", "x"});
+  put(s, torch_run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
+  s.finish_run(torch_run, "complete");
   const ReportData d = load_report_data(s);
   const StatusModel m = build_status_model(d);
   ASSERT_EQ(m.cross.size(), 1u);
