@@ -38,8 +38,9 @@ library_trials=${D9M_LIBRARY_TRIALS:-1000}
 cpu_trials=${D9M_CPU_TRIALS:-20}
 pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
 all_stages="tests libraries others cpu models hook bench peer"
-stages=" $(echo ${D9M_STAGES-$all_stages}) "  # any whitespace between names
-for s in $stages; do
+read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
+stages=" ${stage_list[*]} "
+for s in "${stage_list[@]}"; do
   [[ " $all_stages " == *" $s "* ]] || { echo "gpu-audit: unknown stage '$s' in D9M_STAGES (stages: $all_stages)" >&2; exit 2; }
 done
 stage() { [[ $stages == *" $1 "* ]]; }

@@ -56,6 +56,7 @@ void select_stacks(ReportData& data, const std::vector<std::string>& selectors) 
   std::string labels;
   for (const auto& k : kept) labels += (labels.empty() ? "" : ", ") + k.label;
   data.selection += (data.selection.empty() ? "stacks " : "; stacks ") + labels;
+  data.warn_unpaired_claims = true;
 }
 
 ReportData load_operand(const std::string& operand) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace d9m {
@@ -231,6 +232,19 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
                                 (c.partner_stack == c.result->stack ? "" : " (on " + data.stack(c.partner_stack).label + ")") +
                                 ", digests differ (" +
                                 c.result->digest + " vs " + c.partner_digest + ")"});
+  // A report of part of a store checks claims between the selected results only: a claim whose
+  // partner ran on a stack left out (one that differs only in PyTorch, say) is not checked, and
+  // the verdict must not read as if it had been.
+  if (data.warn_unpaired_claims) {
+    std::set<const CaseResult*> checked;
+    for (const auto& c : cross) checked.insert(c.result);
+    int unchecked = 0;
+    for (const auto& r : data.results)
+      unchecked += !r.bit_equal_to.empty() && r.status == Status::deterministic && !checked.count(&r);
+    if (unchecked > 0)
+      v.warnings.push_back(std::to_string(unchecked) + " claim(s) to another implementation's bits had no partner in this selection (" +
+                           data.selection + ") and were not checked: report the whole store to check them");
+  }
   for (const auto& s : data.stacks)
     if (auto why = cudnn_mismatch(s)) v.warnings.push_back(*why);
   for (auto& [name, s] : seen) v.nondeterministic_seen.push_back(s);

@@ -89,7 +89,10 @@ class Loader {
       : store_(store), db_(store.db()), run_id_(run_id), run_filter_(run_id ? " WHERE r.id = ?1" : "") {
     d_.store_path = store.path();
     d_.generated_at = utc_now();
-    if (run_id) d_.selection = "run " + *run_id;
+    if (run_id) {
+      d_.selection = "run " + *run_id;
+      d_.warn_unpaired_claims = true;
+    }
   }
 
   ReportData load() {

@@ -94,6 +94,9 @@ struct ReportData {
   // so every format names the selection and `d9m attest` (whose statement is of the whole
   // store) refuses such a report. Empty: the whole store.
   std::string selection;
+  // A report of selected stacks or of one run (not `d9m run`'s own verdict): its verdict warns of
+  // claims to another implementation's bits whose partner is outside the selection.
+  bool warn_unpaired_claims = false;
   // The pipeline cases of the reported runs, with the trace diff of each that diverged
   // (trace_diff.h pipeline_traces): `d9m report` loads them for md and html; empty otherwise.
   std::vector<PipelineTrace> pipelines;

@@ -24,8 +24,20 @@ grep -q "no store: no stage ran a case" "$tmp/none.log" || fail "no stage: $(tai
 [[ ! -e $tmp/none/d9m.sqlite && ! -e $tmp/none/report.md ]] || fail "no stage: a store or report was written"
 [[ -s $tmp/none/fingerprint.json ]] || fail "no stage: no fingerprint.json"
 
+# The list is read as words, not through echo or the shell's globbing: an option-like or a glob
+# name is an unknown stage, named as it was typed.
+for bad in -n 'benc?' '*'; do
+  D9M_STAGES="$bad" job odd
+  rc=$?
+  ((rc == 2)) || fail "D9M_STAGES='$bad': exit $rc, not 2 ($(tail -2 "$tmp/odd.log"))"
+  grep -qF "unknown stage '$bad'" "$tmp/odd.log" || fail "D9M_STAGES='$bad': $(tail -2 "$tmp/odd.log")"
+done
+
 # Stage names may be separated by any whitespace.
 D9M_STAGES=$'\n' job blank
 rc=$?
 ((rc == 0)) || fail "a newline as the stage list: exit $rc ($(tail -3 "$tmp/blank.log"))"
+D9M_STAGES=$'\n\tlibrary' job second_line
+rc=$?
+((rc == 2)) || fail "a misspelt name on a second line: exit $rc, not 2"
 echo "gpu-audit.sh stages: ok"

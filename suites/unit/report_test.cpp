@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "harness/report/compare.h"
 #include "harness/report/model.h"
 #include "harness/report/report.h"
 #include "harness/store/sqlite.h"
@@ -130,6 +131,15 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   const auto j = nlohmann::json::parse(render_json(d, m));
   EXPECT_EQ(j["cross_implementation"].size(), 2u);
   EXPECT_EQ(j["cross_implementation"][0]["partner_stack"], m.cross[0].partner_stack);
+  // A report of the claimants' stack alone cannot check them: its verdict says so, rather than
+  // reading as if every claim had held.
+  ReportData part = load_report_data(s);
+  select_stacks(part, {gpu_stack});
+  const Verdict pv = verdict_of(part);
+  ASSERT_EQ(pv.warnings.size(), 1u);
+  EXPECT_NE(pv.warnings[0].find("2 claim(s) to another implementation's bits had no partner in this selection"), std::string::npos)
+      << pv.warnings[0];
+  EXPECT_TRUE(verdict_of(d).warnings.empty());  // the whole store: nothing unchecked to warn of
 }
 
 // A claimant whose own stack has the partner is checked against that one only, even where a
