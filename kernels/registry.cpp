@@ -110,6 +110,21 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
   return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
 }
 
+bool is_outside_code(Role r) { return r == Role::vendor || r == Role::autotune || r == Role::framework || r == Role::program; }
+
+double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {
+  double rule = allowed_difference(op, p, max_ref);
+  if (is_outside_code(v.role)) {
+    const std::string math = p.output.dtype == DType::f32 && p.math == "default" ? "tf32" : p.math;
+    if (!op.agreement) rule = tolerance_for(op, p.output.dtype, math) * (1 + max_ref);
+    // Another implementation's rounding: 1e-3, or a few units of a 16-bit dtype's roundoff.
+    OpDef roundoff;
+    roundoff.tolerance = 1e-6;
+    rule = std::max(rule, std::max(1e-3, tolerance_for(roundoff, p.output.dtype)) * (1 + max_ref));
+  }
+  return v.backend == Backend::cpu ? rule : std::max(rule, 1e-5 * (1 + max_ref));
+}
+
 bool Registry::add(OpDef op) {
   if (find_op(op.name)) refuse("op " + op.name + " is registered twice");
   if (op.dtypes.empty() || op.dtypes.front() != DType::f32 ||

@@ -139,6 +139,12 @@ struct OpDef {
   // where the default rule (tolerance_for(op, p) * (1 + max|serial|)) does not fit the op; empty:
   // the default rule (allowed_difference below).
   std::function<double(const Problem&, double max_ref)> agreement;
+  // Where the op's definition leaves an implementation a choice that changes values on this
+  // problem (which of tied maxima receives a pooling gradient: the fill gives ties on purpose),
+  // what that choice is; empty or nullopt: none. Library code may choose otherwise than d9m's
+  // reference, so the audit does not hold a library variant's values to the reference there
+  // (accepted_difference below); d9m's own variants follow the written semantics and are held.
+  std::function<std::optional<std::string>(const Problem&)> implementation_choice;
 };
 
 // The parameter that sets the op's batch size (OpDef::batch), or nullopt where it has none.
@@ -260,6 +266,22 @@ struct VariantDef {
   // cannot fit.
   std::function<std::optional<WorkingMemory>(const Problem&)> memory;
 };
+
+// The largest |output - serial reference| accepted from variant `v` on random inputs, max_ref =
+// max|reference|: what the audit holds every case's values to (harness/core/value_check.h) and the
+// GPU tests hold CUDA variants to: allowed_difference() (the op's own rule where it has one,
+// OpDef::agreement) for d9m's own code. Library and framework code: the op's rule, its tolerance
+// taken at TF32 for f32 in the default math mode (cuDNN's default math and PyTorch's cuDNN
+// convolutions use TF32 unasked), and at least 1e-3 (1 + max_ref) (FFT and Winograd algorithms
+// round otherwise than direct sums), at 16 bits at least the tolerance 1e-6 scaled to the dtype
+// (0.008 f16, 0.066 bf16: another implementation rounds its partial sums otherwise). Off the
+// host CPU at least 1e-5 (1 + max_ref): a device's math functions round otherwise than the
+// host's. Each rule is at least what the GPU and PyTorch tests accepted before it was one (the
+// H100 and H200 runs passed them). Loose against rounding, never against a wrong op, which
+// misses by the size of the output itself.
+double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref);
+// Library and framework code: a role whose code d9m did not write (vendor, autotune, framework, program).
+bool is_outside_code(Role r);
 
 class Registry {
  public:

@@ -75,6 +75,67 @@ InvarianceEvidence batch_invariance(Executor& ex, const VariantDef& v, const Bat
 
 }  // namespace
 
+const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not) {
+  const Registry& reg = Registry::global();
+  const VariantDef* serial = nullptr;
+  for (const VariantDef* x : reg.variants_of(cc.op->name))
+    if (x->role == Role::reference && !serial) serial = x;
+  if (!serial) {
+    why_not = "the op has no serial reference";
+    return nullptr;
+  }
+  // A reference computed by another variant than the one checked is used as it is.
+  if (prep.reference && (prep.reference_by == serial->name || prep.reference_by != checked.name)) return &*prep.reference;
+  // The serial reference runs on one thread by definition; an ordered CPU variant that claims its
+  // bits gives them on every thread (the unit tests hold it to that claim, and the report checks
+  // it wherever both ran), so it computes the reference faster at model shapes. Never for itself.
+  const VariantDef* by = serial;
+  for (const VariantDef* x : reg.variants_of(cc.op->name))
+    if (x->backend == Backend::cpu && x->role == Role::ordered && x->bit_equal_to == serial->name && x != &checked) {
+      by = x;
+      break;
+    }
+  Executor& cpu = *executors_.at(Backend::cpu);
+  const std::string who = "the reference (" + by->name + ")";
+  if (auto why = by->unsupported ? by->unsupported(cc.problem) : std::nullopt) {
+    why_not = who + " does not take this config: " + *why;
+    return nullptr;
+  }
+  if (auto too_big = memory_refusal(cpu, *by, cc.problem)) {
+    why_not = who + " " + *too_big;
+    return nullptr;
+  }
+  try {
+    prep.reference.reset();
+    prep.reference = cpu.run_once(*by, cc.problem, prep.inputs);
+    prep.reference_by = by->name;
+    return &*prep.reference;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    why_not = who + " could not run: " + e.what();
+    return nullptr;
+  }
+}
+
+ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output) {
+  ValueCheck c;
+  if (is_outside_code(v.role) && cc.op->implementation_choice) {
+    if (auto choice = cc.op->implementation_choice(cc.problem)) {
+      c.reason = "the op leaves library code a choice here: " + *choice;
+      return c;
+    }
+  }
+  std::string why_not;
+  const HostTensor* ref = reference_for(cc, v, prep, why_not);
+  if (!ref) {
+    c.reason = why_not;
+    return c;
+  }
+  return compare_values(output, *ref, prep.reference_by,
+                        [&](double max_ref) { return accepted_difference(*cc.op, cc.problem, v, max_ref); });
+}
+
 CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inputs, const TrialCallback& after_trial) {
   const CatalogConfig& cc = *req.config;
   const VariantDef& v = *req.variant;
@@ -87,7 +148,7 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     it->second.input_digest = input_digest(it->second.inputs);
     if (req.save_outputs) save_inputs(*req.save_outputs, cc, it->second.inputs, it->second.input_digest);
   }
-  const Prepared& prep = it->second;
+  Prepared& prep = it->second;
   if (on_inputs) on_inputs(prep.input_digest);
 
   CaseExecution r;
@@ -111,14 +172,23 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     return r;
   }
   try {
-    const bool keep_first = req.save_outputs.has_value() || cc.batch.has_value();
-    CaseOutcome out = ex.run(v, cc.problem, prep.inputs, req.trials, keep_first, after_trial);
+    // The first output is kept for the value check (and --save-outputs, and batch invariance).
+    CaseOutcome out = ex.run(v, cc.problem, prep.inputs, req.trials, true, after_trial);
     r.kind = CaseExecution::Kind::ran;
     r.claim = out.claim;
     r.trials = std::move(out.trials);
     const bool complete = out.first_output && static_cast<std::int64_t>(r.trials.size()) == req.trials;
     if (req.save_outputs && complete) save_output(*req.save_outputs, cc, v, out.first_output->data());
     if (cc.batch && complete) r.invariance = batch_invariance(ex, v, *cc.batch, prep.inputs, *out.first_output);
+    if (complete && v.role == Role::reference) {
+      prep.reference = std::move(*out.first_output);  // the values every other variant is checked against
+      prep.reference_by = v.name;
+    } else if (complete) {
+      // The last trial's report again, as a heartbeat: the watchdog, which waits for the next
+      // trial, then gives the reference (a serial run at model shapes) its whole time.
+      if (after_trial) after_trial(req.trials, req.trials);
+      r.values = check_values(cc, v, prep, *out.first_output);
+    }
   } catch (const Error&) {
     throw;
   } catch (const Unsupported& e) {

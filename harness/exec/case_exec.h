@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness/core/catalog.h"
+#include "harness/core/value_check.h"
 #include "harness/exec/executor.h"
 
 namespace d9m {
@@ -34,6 +35,9 @@ struct CaseExecution {
   // trial ran (harness/core/batch_invariance.h).
   std::optional<InvarianceEvidence> invariance;
   bool device_lost = false;    // the case left the GPU unusable: a worker exits after replying
+  // The first trial's output against the op's serial reference (harness/core/value_check.h), when
+  // every trial ran; absent for the reference itself, which defines the values.
+  std::optional<ValueCheck> values;
 };
 
 // Called once the inputs exist, with their digest (a worker sends it at once, so that the case
@@ -54,7 +58,14 @@ class CaseHost {
   struct Prepared {
     std::vector<HostTensor> inputs;
     std::string input_digest;
+    // The op's serial output on these inputs, once computed (or kept from the reference's own
+    // case), and the variant that computed it.
+    std::optional<HostTensor> reference;
+    std::string reference_by;
   };
+  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output);
+  // The reference output for checking `checked`, computing it where needed; nullptr with the reason.
+  const HostTensor* reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not);
   std::map<Backend, std::unique_ptr<Executor>> executors_;
   std::map<const CatalogConfig*, Prepared> prepared_;  // the current config's inputs, made once
 };

@@ -283,6 +283,7 @@ CaseRunRecord case_run_record(const Claim& claim, Role role, const std::string& 
   cr.median_ns = times.size() % 2 ? times[times.size() / 2] : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
   cr.status = cr.distinct == 1 ? Status::deterministic : Status::nondeterministic;
   if (res.invariance) cr.invariance = res.invariance->to_json_text();
+  if (res.values) cr.value_check = res.values->to_json_text();
   return cr;
 }
 

@@ -72,6 +72,7 @@ json to_json(const CaseExecution& r) {
   json out = {{"kind", kind_name(r.kind)}, {"input_digest", r.input_digest}, {"detail", r.detail},
               {"claim", claim},           {"trials", trials},                {"device_lost", r.device_lost}};
   if (r.invariance) out["invariance"] = r.invariance->to_json_text();
+  if (r.values) out["values"] = r.values->to_json_text();
   return out;
 }
 
@@ -101,6 +102,7 @@ CaseExecution result_from_json(const json& j) {
     r.trials.push_back(std::move(tr));
   }
   if (j.contains("invariance")) r.invariance = InvarianceEvidence::from_json_text(j.at("invariance").get<std::string>());
+  if (j.contains("values")) r.values = ValueCheck::from_json_text(j.at("values").get<std::string>());
   r.device_lost = j.at("device_lost").get<bool>();
   return r;
 }

@@ -11,6 +11,7 @@
 #include "harness/core/error.h"
 #include "harness/core/fingerprint.h"
 #include "harness/core/json_text.h"
+#include "harness/report/format.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 
@@ -100,6 +101,9 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
     if (rb.claim_broken() && !ra->claim_broken())
       d.regressions.push_back(name + ": claimed deterministic, " + std::to_string(rb.distinct) + " distinct digests in " +
                               std::to_string(rb.trials) + " trials (was " + to_string(ra->status) + ")");
+    if (rb.values_wrong() && !ra->values_wrong())
+      d.regressions.push_back(name + ": values now wrong (" + format::values_text(rb.values) + "; was " +
+                              format::values_text(ra->values) + ")");
     if (ra->status != rb.status) d.status_changes.push_back(name + ": " + to_string(ra->status) + " -> " + to_string(rb.status));
     if (ra->status == Status::deterministic && rb.status == Status::deterministic && ra->digest != rb.digest)
       d.digest_changes.push_back(name + ": " + ra->digest + " -> " + rb.digest);
@@ -118,6 +122,7 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
     if (ma.count(k)) continue;
     d.only_b.push_back(label(b, *rb));
     if (rb->claim_broken()) d.regressions.push_back(rb->op + "/" + rb->config + "/" + rb->variant + ": new case, claim broken");
+    if (rb->values_wrong()) d.regressions.push_back(rb->op + "/" + rb->config + "/" + rb->variant + ": new case, values wrong");
   }
   return d;
 }
@@ -149,7 +154,8 @@ json pin_baseline(const ReportData& data) {
     for (const auto& r : data.results)
       // Golden digests are what deterministic claims promise; a nondeterministic variant that
       // happened to repeat itself (one thread, disjoint addresses) promises nothing.
-      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic") {
+      // A wrong output's digest is not one to hold a later run to.
+      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic" && !r.values_wrong()) {
         cases.push_back({{"case_id", r.case_id}, {"op", r.op}, {"config", r.config}, {"variant", r.variant},
                          {"input_digest", r.input_digest}, {"digest", r.digest}, {"trials", r.trials}});
         beyond_controls |= !is_control_config(r.config);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/core/value_check.h"
+
 namespace d9m::format {
 
 inline std::string num(const char* printf_format, double v) {
@@ -53,6 +55,22 @@ inline std::string short_claim(const std::string& determinism, const std::string
                         : determinism == "mixed"        ? "mixed"
                                                         : "?";
   return d + " (" + source + ")";
+}
+
+// A case's value check in words: "agrees (up to 3e-07; 1e-05 allowed)", "differs: 3 of 100
+// elements beyond the 1e-05 allowed, up to 2 (first: element 7)", "unchecked: why"; "-" without one.
+inline std::string values_text(const std::optional<ValueCheck>& c) {
+  if (!c) return "-";
+  switch (c->outcome) {
+    case ValueCheck::Outcome::agrees:
+      return "agrees (up to " + num("%.3g", c->max_abs) + "; " + num("%.3g", c->allowed) + " allowed)";
+    case ValueCheck::Outcome::differs:
+      return "differs: " + std::to_string(c->beyond) + " of " + std::to_string(c->elements) + " elements beyond the " +
+             num("%.3g", c->allowed) + " allowed, up to " + num("%.3g", c->max_abs) + " (first: element " +
+             std::to_string(c->first_beyond) + ")";
+    case ValueCheck::Outcome::unchecked: return "unchecked: " + c->reason;
+  }
+  return "-";
 }
 
 }  // namespace d9m::format

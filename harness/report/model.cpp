@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -110,7 +111,7 @@ std::vector<Cost> costs_of(const ReportData& data) {
     const CaseResult *det = nullptr, *nd = nullptr;
     for (const auto* r : rs) {
       if (r->claim_determinism == "deterministic" && r->status == Status::deterministic && may_be_a_solution(r->role) &&
-          (!det || *r->median_ns < *det->median_ns))
+          !r->values_wrong() && (!det || *r->median_ns < *det->median_ns))
         det = r;
       if (r->claim_determinism == "nondeterministic" && r->role != Role::control && (!nd || *r->median_ns < *nd->median_ns))
         nd = r;
@@ -182,6 +183,13 @@ std::optional<std::string> cudnn_mismatch(const StackInfo& s) {
          "unsupported combination";
 }
 
+// A difference as people read it: "3e-05", "inf".
+std::string format_difference(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", x);
+  return text;
+}
+
 Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cross) {
   Verdict v;
   std::map<std::string, Verdict::Seen> seen;
@@ -209,6 +217,14 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
                             w + ": claimed batch-invariant, but sub-batches of " + r.invariance->param + " = " + sizes +
                                 " give other bits than the same rows of the full batch (" + r.invariance->param + " = " +
                                 std::to_string(r.invariance->full) + ")"});
+    }
+    if (r.values_wrong()) {
+      const ValueCheck& c = *r.values;
+      v.failures.push_back({Failure::Kind::wrong_values, &r,
+                            w + ": " + std::to_string(c.beyond) + " of " + std::to_string(c.elements) +
+                                " output elements farther from the serial reference (" + c.reference + ") than the " +
+                                format_difference(c.allowed) + " allowed, up to " + format_difference(c.max_abs) +
+                                " (the first at element " + std::to_string(c.first_beyond) + ")"});
     }
     if (r.error_runs > 0 && r.status != Status::error) v.warnings.push_back(w + ": " + r.detail);
     // A nondeterministic control that never diverged means this audit could not have seen
@@ -316,6 +332,7 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
           if (!worst_nd || r->distinct > worst_nd->distinct) worst_nd = r;
         }
         cell.broken |= verdict.claim_failed(*r);
+        cell.wrong_configs += r->values_wrong();
         const std::string inv = r->invariance_status();
         if (invariance_weight(inv) > invariance_weight(cell.invariance)) cell.invariance = inv;
       }
@@ -330,6 +347,10 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
         case Status::unsupported: cell.text = "U"; break;
         case Status::skipped: cell.text = "-"; break;
       }
+      if (cell.wrong_configs)
+        cell.text += ", values wrong" + (cell.wrong_configs < cell.configs ? " (" + std::to_string(cell.wrong_configs) + " of " +
+                                                                                std::to_string(cell.configs) + " configs)"
+                                                                          : std::string());
       row.cells.push_back(std::move(cell));
     }
     if (row.claim_determinism == "nondeterministic")
@@ -356,6 +377,7 @@ std::string to_string(Failure::Kind k) {
     case Failure::Kind::control_diverged: return "control diverged";
     case Failure::Kind::cross_implementation: return "cross-implementation claim broken";
     case Failure::Kind::not_invariant: return "batch-invariance claim broken";
+    case Failure::Kind::wrong_values: return "values wrong";
     case Failure::Kind::error: return "not certified (ERROR)";
   }
   return "failure";
@@ -367,6 +389,7 @@ std::string id_of(Failure::Kind k) {
     case Failure::Kind::control_diverged: return "control_diverged";
     case Failure::Kind::cross_implementation: return "cross_implementation";
     case Failure::Kind::not_invariant: return "not_invariant";
+    case Failure::Kind::wrong_values: return "wrong_values";
     case Failure::Kind::error: return "error";
   }
   return "failure";
@@ -404,7 +427,8 @@ std::vector<std::string> Verdict::lines() const {
     // the line must not say that every case has evidence, and says how many certify nothing.
     const std::int64_t not_run = by_status[static_cast<int>(Status::skipped)] + by_status[static_cast<int>(Status::unsupported)];
     out.push_back("PASS: every claim held: each variant claimed deterministic gave one digest in all its trials, each claim "
-                  "to another implementation's bits held, and no case ended in ERROR only." +
+                  "to another implementation's bits held, no output checked against the serial reference was wrong, and no case "
+                  "ended in ERROR only." +
                   (not_run ? " " + std::to_string(not_run) + " case(s) SKIPPED or UNSUPPORTED were not run and certify nothing."
                            : std::string()));
   } else {

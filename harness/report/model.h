@@ -11,7 +11,9 @@
 //     a variant claimed deterministic that gave more than one digest (a diverging deterministic
 //     control is listed once, as the control),
 //     a variant whose claim to another implementation's bits did not hold,
-//     a case that ended in ERROR in every run that recorded it (nothing was certified).
+//     a case that ended in ERROR in every run that recorded it (nothing was certified),
+//     a case whose output was farther from the serial reference than its variant is allowed
+//     (value_check.h): repeatable wrong values are not a determinism solution, and never offered as one.
 //   Warnings do not fail it: a nondeterministic control that never diverged, runs that ended in
 //   ERROR beside runs with evidence, a cuDNN outside its compatibility rule.
 #pragma once
@@ -60,6 +62,7 @@ struct StatusCell {
   std::string text = "-";  // "D", "ND 7/20", "ND 7/20 (2 of 3 configs)", "E", "U", "-"
   bool broken = false;     // a claim of this variant failed on this stack (see Verdict)
   std::size_t configs = 0, nd_configs = 0;
+  std::size_t wrong_configs = 0;  // configs whose values were farther from the serial reference than allowed
   // Batch invariance in cuDNN's words over the configs that tested it, the worst of them
   // (Not guaranteed > Replay only > Unverified > Supported); empty where none did.
   std::string invariance;
@@ -80,13 +83,13 @@ struct StatusRow {
 };
 
 struct Failure {
-  enum class Kind { diverged, control_diverged, cross_implementation, error, not_invariant };
+  enum class Kind { diverged, control_diverged, cross_implementation, error, not_invariant, wrong_values };
   Kind kind;
   const CaseResult* result;
   std::string text;  // "op/config/variant on S1: ..."
 };
 std::string to_string(Failure::Kind k);  // for people: "claim broken", "control diverged", ...
-std::string id_of(Failure::Kind k);      // for programs: "diverged", "control_diverged", "cross_implementation", "error", "not_invariant"
+std::string id_of(Failure::Kind k);      // for programs: "diverged", "control_diverged", "cross_implementation", "error", "not_invariant", "wrong_values"
 
 struct Verdict {
   std::int64_t cases = 0, by_status[5] = {};

@@ -276,7 +276,7 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
   pick("dtype", dtypes);
   pick("status", statuses);
   o << "\n<table id=\"cases\"><thead><tr><th>op</th><th>config</th><th>variant</th><th>library</th><th>dtype</th><th>stack</th><th>status</th>"
-       "<th>batch</th><th>trials</th><th>distinct</th>"
+       "<th>batch</th><th>values</th><th>trials</th><th>distinct</th>"
        "<th>95% bound</th><th>median us</th><th>min us</th><th>worst diff (ULP)</th><th>claim</th><th>digest</th></tr></thead><tbody>\n";
   for (const auto& r : data.results) {
     const std::string bound = r.status == Status::deterministic ? num("%.4g", r.bound95()) : "";
@@ -286,7 +286,8 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
       << xml_escape(r.variant) << "</td><td>" << xml_escape(library) << "</td><td>" << xml_escape(r.dtype) << "</td><td>"
       << xml_escape(data.stack(r.stack).label) << "</td><td class=\"" << status_class(r.status)
       << (m.verdict.claim_failed(r) ? " broken" : "") << "\" title=\"" << xml_escape(r.detail) << "\">" << to_string(r.status) << "</td><td"
-      << (inv.empty() ? "" : std::string(" class=\"") + invariance_class(inv) + "\"") << ">" << xml_escape(inv) << "</td><td class=\"num\">"
+      << (inv.empty() ? "" : std::string(" class=\"") + invariance_class(inv) + "\"") << ">" << xml_escape(inv) << "</td><td" << (r.values_wrong() ? " class=\"broken\"" : "") << " title=\""
+      << xml_escape(format::values_text(r.values)) << "\">" << (r.values ? to_string(r.values->outcome) : "") << "</td><td class=\"num\">"
       << r.trials << "</td><td class=\"num\">" << r.distinct << "</td><td class=\"num\">" << bound << "</td><td class=\"num\">"
       << (r.median_ns ? num("%.2f", static_cast<double>(*r.median_ns) / 1e3) : "") << "</td><td class=\"num\">"
       << (r.min_ns ? num("%.2f", static_cast<double>(*r.min_ns) / 1e3) : "") << "</td><td class=\"num\">"

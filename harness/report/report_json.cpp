@@ -65,6 +65,8 @@ json result_json(const ReportData& data, const StatusModel& m, const CaseResult&
                                   {"source", to_string(c->source)},
                                   {"reason", c->reason}};
   }
+  // The same fields the store keeps: outcome, reference, and the difference or why it was not checked.
+  if (r.values) j["values"] = json::parse(r.values->to_json_text());
   if (!r.choices.empty()) {
     json choices = json::array();
     for (const auto& c : r.choices) choices.push_back({{"choice", c.name}, {"trials", c.trials}, {"distinct", c.distinct}});

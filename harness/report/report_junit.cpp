@@ -26,6 +26,7 @@ const char* junit_type(Failure::Kind k) {
     case Failure::Kind::control_diverged: return "CONTROL_DIVERGED";
     case Failure::Kind::cross_implementation: return "CROSS_IMPLEMENTATION";
     case Failure::Kind::not_invariant: return "NOT_BATCH_INVARIANT";
+    case Failure::Kind::wrong_values: return "WRONG_VALUES";
     case Failure::Kind::error: return "ERROR";
   }
   return "FAILURE";

@@ -156,8 +156,8 @@ void autotuning(std::ostringstream& o, const ReportData& data) {
 }
 
 void cases(std::ostringstream& o, const ReportData& data) {
-  o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff |\n"
-       "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  o << "\n## Cases\n\n| op | config | variant | stack | status | trials | distinct | 95% bound | median | min | worst diff | values |\n"
+       "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : data.results) {
     std::string diff = "-";
     if (r.worst_diff)
@@ -167,8 +167,12 @@ void cases(std::ostringstream& o, const ReportData& data) {
     o << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
       << md_cell(st) << " | " << r.trials << " | " << r.distinct << " | "
       << (r.status == Status::deterministic ? format::num("< %.3g", r.bound95()) : "-") << " | "
-      << format::duration(r.median_ns) << " | " << format::duration(r.min_ns) << " | " << diff << " |\n";
+      << format::duration(r.median_ns) << " | " << format::duration(r.min_ns) << " | " << diff << " | "
+      << (r.values_wrong() ? "**" + md_cell(format::values_text(r.values)) + "**" : md_cell(format::values_text(r.values))) << " |\n";
   }
+  o << "\nValues: the first trial's output against the op's serial reference on the same inputs, within what the "
+       "variant is allowed (`agrees`, `**differs**`, or `unchecked` and why); `-` for the reference itself and results "
+       "stored before the check.\n";
 }
 
 // One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).

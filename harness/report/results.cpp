@@ -129,6 +129,7 @@ class Loader {
     bool any_unsupported = false, any_evidence = false;
     std::string error_detail;  // the latest run's that ended in ERROR
     std::vector<InvarianceEvidence> invariance;  // per run that recorded some
+    std::vector<ValueCheck> values;              // likewise
     std::map<std::string, std::pair<std::int64_t, std::set<std::string>>> choices;  // trials, digests
     std::string last_run, last_choice;
   };
@@ -188,7 +189,8 @@ class Loader {
                      " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
                          std::string(store_.schema_version() >= 3 ? "cr.role" : "''") + ", " +
                          std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") + ", " +
-                         std::string(store_.schema_version() >= 5 ? "cr.invariance" : "''") +
+                         std::string(store_.schema_version() >= 5 ? "cr.invariance" : "''") + ", " +
+                         std::string(store_.schema_version() >= 9 ? "cr.value_check" : "''") +
                          " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
                          " ORDER BY r.started_at, r.id, cr.seq");
     bind_run(s);
@@ -230,6 +232,17 @@ class Loader {
         try {
           a.invariance.push_back(InvarianceEvidence::from_json_text(s.text(20)));
         } catch (const std::invalid_argument&) {
+        }
+      }
+      if (!s.text(21).empty()) {
+        // Unlike the invariance evidence, an unreadable check is kept as one that checked nothing:
+        // dropping it would read like a case the check never concerned.
+        try {
+          a.values.push_back(ValueCheck::from_json_text(s.text(21)));
+        } catch (const std::invalid_argument& e) {
+          ValueCheck unreadable;
+          unreadable.reason = std::string("the store's value check could not be read (") + e.what() + ")";
+          a.values.push_back(std::move(unreadable));
         }
       }
     }
@@ -301,6 +314,7 @@ class Loader {
     else if (r.status == Status::error)
       r.detail = a.error_detail;
     if (!a.invariance.empty()) r.invariance = combine(a.invariance);
+    if (!a.values.empty()) r.values = combine(a.values);
     for (const auto& [name, v] : a.choices)
       r.choices.push_back({name, v.first, static_cast<std::int64_t>(v.second.size())});
     std::stable_sort(r.choices.begin(), r.choices.end(),

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/batch_invariance.h"
+#include "harness/core/value_check.h"
 #include "harness/report/trace_diff.h"
 #include "harness/store/manifest.h"
 #include "harness/store/store.h"
@@ -48,6 +49,10 @@ struct CaseResult {
   std::optional<DiffStats> worst_diff;  // largest ULP distance seen against a run's first trial
   // Batch invariance: every run's sub-batches together (store schema 5), when the config asked.
   std::optional<InvarianceEvidence> invariance;
+  // The values against the serial reference: the worst over the runs that checked them (store
+  // schema 9); absent where none did (the reference itself, stores written before schema 9).
+  std::optional<ValueCheck> values;
+  bool values_wrong() const { return values && values->outcome == ValueCheck::Outcome::differs; }
   // An autotuning variant's choices over all its trials (store schema 5): per choice, the trials
   // that made it and the distinct digests they gave, most frequent first; and how often a trial
   // chose otherwise than the trial before it in the same run.

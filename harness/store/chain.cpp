@@ -124,10 +124,12 @@ std::string Store::canonical_case_run(const std::string& run_id, const std::stri
   // The role joined the row in schema 3. Rows written before have none, and their links must
   // come out as they were written; a role set on such a row, or cleared on a newer one, breaks
   // the link.
-  if (!cr.role.empty() || !cr.invariance.empty()) row.push_back(cr.role);
+  if (!cr.role.empty() || !cr.invariance.empty() || !cr.value_check.empty()) row.push_back(cr.role);
   // Batch-invariance evidence joined the row in schema 5, after the role (present, if empty, so
   // that evidence moved into the role column cannot give the same row).
-  if (!cr.invariance.empty()) row.push_back(cr.invariance);
+  if (!cr.invariance.empty() || !cr.value_check.empty()) row.push_back(cr.invariance);
+  // The value check joined it in schema 9, last, on the same terms.
+  if (!cr.value_check.empty()) row.push_back(cr.value_check);
   return json_text(row);
 }
 

@@ -325,12 +325,12 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
     }
     sql::Statement(db_,
                    "INSERT INTO case_runs(run_id, case_id, status, detail, claim_determinism, claim_source,"
-                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance, num)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                   " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role, invariance, num,"
+                   " value_check) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
         .bind(1, run_id).bind(2, c.id).bind(3, to_string(cr.status)).bind(4, cr.detail)
         .bind(5, cr.claim_determinism).bind(6, cr.claim_source).bind(7, cr.claim_reason).bind(8, cr.claim_bit_equal_to)
         .bind(9, cr.trials).bind(10, cr.distinct).bind(11, cr.median_ns).bind(12, cr.min_ns).bind(13, seq)
-        .bind(14, chain.last).bind(15, cr.role).bind(16, cr.invariance).bind(17, num).run();
+        .bind(14, chain.last).bind(15, cr.role).bind(16, cr.invariance).bind(17, num).bind(18, cr.value_check).run();
     insert_trials(num, run_id, c.id, trials, chain.last);
     if (!trace.empty()) {
       sql::Statement tr(db_,

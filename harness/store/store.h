@@ -24,7 +24,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 8;
+inline constexpr int kStoreSchemaVersion = 9;
 // How long a write waits for another writer's lock before failing.
 inline constexpr int kStoreBusyTimeoutMs = 60'000;
 
@@ -66,6 +66,10 @@ struct CaseRunRecord {
   // Canonical JSON of the batch-invariance evidence (harness/core/batch_invariance.h; schema 5),
   // or empty when the config asked for none.
   std::string invariance;
+  // Canonical JSON of the check of the first output's values against the serial reference
+  // (harness/core/value_check.h; schema 9), or empty (the reference itself, a case that did not
+  // run every trial, a row written before schema 9).
+  std::string value_check;
 };
 
 struct RunInfo {

@@ -117,6 +117,13 @@ void migrate_7_to_8(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = 8");
 }
 
+// Schema 8 -> 9: case rows gain the check of their values against the serial reference. Rows
+// already there keep '' (not checked), and with it their links.
+void migrate_8_to_9(sqlite3* db) {
+  sql::exec(db, "ALTER TABLE case_runs ADD COLUMN value_check TEXT NOT NULL DEFAULT ''");
+  sql::exec(db, "PRAGMA user_version = 9");
+}
+
 // The results view as the schema file declares it (its last statement).
 std::string results_view() {
   const std::string& all = embedded::store_schema_sql();
@@ -387,6 +394,10 @@ void Store::migrate() {
     }
     if (now >= 1 && now <= 7) {
       migrate_7_to_8(db_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 8) {
+      migrate_8_to_9(db_);
       migrated = true;
     }
     tx.commit();

@@ -61,6 +61,8 @@ CREATE TABLE case_runs (
   invariance        TEXT NOT NULL DEFAULT '',  -- canonical JSON of the sub-batches' evidence (batch_invariance.h), or ''
   -- schema 7 (added by ALTER TABLE when migrating):
   num               INTEGER NOT NULL DEFAULT 0,  -- this file's own number for the row, >= 1 (trial_rows' key); not evidence: merge renumbers it
+  -- schema 9 (added by ALTER TABLE when migrating):
+  value_check       TEXT NOT NULL DEFAULT '',  -- canonical JSON of the first output's values against the serial reference (value_check.h), or ''
   PRIMARY KEY (run_id, case_id)
 );
 -- schema 3 (integrity) --------------------------------------------------------------------------

@@ -239,7 +239,7 @@ class ChainWalker {
       : cases_(db, "SELECT cr.case_id, cr.seq, cr.status, cr.detail, cr.claim_determinism, cr.claim_source,"
                    " cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns, cr.min_ns,"
                    " cr.chain, c.op, c.config, c.variant, " + std::string(schema >= 3 ? "cr.role" : "''") + ", " +
-                   std::string(schema >= 5 ? "cr.invariance" : "''") +
+                   std::string(schema >= 5 ? "cr.invariance" : "''") + ", " + std::string(schema >= 9 ? "cr.value_check" : "''") +
                    " FROM case_runs cr LEFT JOIN cases c ON c.id = cr.case_id WHERE cr.run_id = ? ORDER BY cr.seq"),
         trials_(db, "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, chain, " +
                     std::string(schema >= 5 ? "choice" : "''") + " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial"),
@@ -262,7 +262,8 @@ class ChainWalker {
       }
       ++expected_seq;
       CaseRunRecord cr{status_from_string(cases_.text(2)), cases_.text(3), cases_.text(4), cases_.text(5), cases_.text(6), cases_.text(7),
-                       cases_.integer(8), cases_.integer(9), opt(cases_, 10), opt(cases_, 11), cases_.text(16), cases_.text(17)};
+                       cases_.integer(8), cases_.integer(9), opt(cases_, 10), opt(cases_, 11), cases_.text(16), cases_.text(17),
+                       cases_.text(18)};
       link = Store::chain_link(link, Store::canonical_case_run(run, cs, cases_.integer(1), cr));
       if (link != cases_.text(12)) {
         broken = what + ": the case row does not match its hash-chain link (edited, or rows before it or the run's metadata changed)";

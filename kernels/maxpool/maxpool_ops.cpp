@@ -73,6 +73,14 @@ D9M_REGISTER_OP(OpDef{
     },
     .fill = fill_bwd,
     .batch = [](const Params&) { return BatchAxes{"n", {0, 0, 0}, 0}; },
+    // Which maximum is "first" is the op's definition (TensorFlow's); a library chooses its own.
+    // A 16-bit input rounds some random neighbours onto one value, so those configs tie too.
+    .implementation_choice = [](const Problem& p) -> std::optional<std::string> {
+      if (p.geom<Geometry>().levels == 0 && dtype_size(p.dtype) != 2) return std::nullopt;
+      return std::string("which of tied maxima receives the gradient (") +
+             (p.geom<Geometry>().levels ? "the fill draws from a few levels so that maxima tie" : "16-bit inputs round neighbours onto one value") +
+             "): a library's choice among them is its own";
+    },
 });
 
 D9M_REGISTER_OP(OpDef{

@@ -237,6 +237,11 @@ D9M_REGISTER_OP(OpDef{
                      op::f32("grad_input", in), g};
     },
     .fill = fill_max3d,
-    .batch = [](const Params&) { return BatchAxes{"n", {0, 0, 0, 0}, 0}; }});
+    .batch = [](const Params&) { return BatchAxes{"n", {0, 0, 0, 0}, 0}; },
+    .implementation_choice = [](const Problem& p) -> std::optional<std::string> {
+      if (p.geom<Pool3d>().levels == 0) return std::nullopt;
+      return "which of tied maxima receives the gradient (the fill draws from a few levels so that maxima tie): a library "
+             "that finds the maximum again, rather than reading the forward's index, chooses its own";
+    }});
 
 }  // namespace d9m::pool

@@ -60,6 +60,29 @@ for config in ("first", "second"):  # the second config's cases ran after every 
 print("every fault is an ERROR with its reason; the cases after them ran" + (" (GPU included)" if gpu else " (no GPU: CPU faults only)"))
 PY
 
+# A kernel that is repeatable but wrong: one digest, no claim to another variant's bits, so only
+# the value check against the serial reference catches it, through the worker and the store.
+grep -q "values wrong: bias_add_grad/first/test.wrong_values on S1: 1 of 8 output elements farther from the serial reference (cpu.serial)" \
+  "$T/err" || { cat "$T/err"; fail "the run's verdict does not name the wrong values"; }
+python3 - "$T/r.json" << 'PY' || fail "the value checks in the JSON report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = {(x["config"], x["variant"]): x for x in r["results"]}
+for config in ("first", "second"):
+    wrong = got[(config, "test.wrong_values")]
+    assert wrong["status"] == "DETERMINISTIC", wrong
+    assert wrong["values"]["outcome"] == "differs" and wrong["values"]["beyond"] == 1, wrong["values"]
+    assert wrong["values"]["first_beyond"] == 0 and wrong["values"]["reference"] == "cpu.serial", wrong["values"]
+    assert "wrong_values" in wrong["failures"], wrong["failures"]
+    assert "values" not in got[(config, "cpu.serial")], "the reference defines the values"
+    assert got[(config, "cpu.ordered")]["values"]["outcome"] == "agrees", got[(config, "cpu.ordered")]
+    # test.wrong_bits is off by one bit: a broken claim to cpu.serial's bits, but values within rounding
+    assert got[(config, "test.wrong_bits")]["values"]["outcome"] == "agrees", got[(config, "test.wrong_bits")]
+kinds = [f["kind"] for f in r["verdict"]["failures"]]
+assert kinds.count("wrong_values") == 2, kinds
+print("the repeatable wrong kernel fails the verdict on its values")
+PY
+
 # Without isolation the abort takes the whole run down: what isolation is for. The store still
 # holds the cases before it, and the run reads as interrupted and resumes.
 "$FAULTY" run --catalog "$T/cat.json" --backend cpu --variant 'cpu.serial' --variant 'test.abort' -n 4 --no-isolation \

@@ -74,6 +74,18 @@ D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_bits", .backe
                         },
                         .bit_equal_to = "cpu.serial"}});
 
+// Nor this: a deterministic variant whose values are wrong, the same way in every trial (its first
+// output element is off by 1 + |the element|, far beyond any tolerance). It gives one digest and
+// claims no other variant's bits, so only the value check against the serial reference can tell;
+// the verdict must fail on it, and the report must not offer it as a fix.
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_values", .backend = Backend::cpu, .role = Role::control,
+                        .claim = {Determinism::deterministic, ClaimSource::design, "fault injection: one element wrong"},
+                        .run = [](const KernelArgs& a) {
+                          serial(a);
+                          float* out = a.out<float>();
+                          out[0] += 1.0f + (out[0] < 0 ? -out[0] : out[0]);
+                        }}});
+
 // Not a crash either: a variant claimed deterministic whose output differs once, in the one call
 // of this process numbered D9M_TEST_FLIP_CALL (from 1), by the lowest bit of its first element. In
 // a pipeline that call is a known (trial, step), which `d9m trace diff` must name as the source.

@@ -173,22 +173,14 @@ CaseOutcome run_case(const VariantDef& v, const Problem& p, const std::vector<Ho
   return ex->run(v, p, in, trials, true, nullptr);
 }
 
-// How far a CUDA variant may be from the serial reference, max_ref = max|reference|.
-double allowed(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {
-  if (v.name.rfind("cudnn.", 0) != 0) return std::max(allowed_difference(op, p, max_ref), 1e-5 * (1 + max_ref));
-  if (op.agreement) return allowed_difference(op, p, max_ref);  // the op's rule covers its library (attention)
-  // cuDNN's FFT and Winograd algorithms round differently from direct summation; and conv2d's
-  // math mode "default" is CUDNN_DEFAULT_MATH, which permits TF32 tensor cores for f32.
-  const std::string math = op.name == "conv2d" && p.math == "default" ? "tf32" : p.math;
-  return std::max(tolerance_for(op, p.output.dtype, math), 1e-3) * (1 + max_ref);
-}
+// How far a CUDA variant may be from the serial reference, max_ref = max|reference|: the rule the
+// audit holds every case to.
+double allowed(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) { return accepted_difference(op, p, v, max_ref); }
 
-// A max-pool config whose fill draws from a few levels, so that maxima tie (pool_ops.cpp,
-// maxpool_ops.cpp), or a maxpool2d_bwd config at a 16-bit dtype, whose random input rounds some
-// neighbours onto one value: cuDNN's choice among tied maxima is its own.
+// Where the op leaves library code a choice that changes values on this config (which of tied
+// maxima gets the gradient: OpDef::implementation_choice), a vendor's values are its own.
 bool ties_between_maxima(const CatalogConfig& cc) {
-  if (cc.op->name == "maxpool2d_bwd") return cc.problem.geom<maxpool::Geometry>().levels > 0 || dtype_size(cc.dtype) == 2;
-  return cc.op->name == "max_pool3d_bwd" && cc.problem.geom<pool::Pool3d>().levels > 0;
+  return cc.op->implementation_choice && cc.op->implementation_choice(cc.problem).has_value();
 }
 
 // cpu.serial's output of a config as doubles, and its largest magnitude.

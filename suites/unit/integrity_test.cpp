@@ -216,7 +216,8 @@ TEST_F(IntegrityTest, AForgedRowInEveryTableIsCaught) {
       "INSERT INTO cases SELECT " + forged_id + ", op, 'cpu.forged', backend, config, config_id, params, seed, input_digest,"
           " output_dtype, output_shape, dtype, math FROM cases LIMIT 1; INSERT INTO case_runs SELECT " + a + ", " + forged_id +
           ", status, detail, claim_determinism, claim_source, claim_reason, claim_bit_equal_to, 0, 0, median_ns, min_ns,"
-          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role, invariance, (SELECT max(num) + 1 FROM case_runs)"
+          " (SELECT max(seq) + 1 FROM case_runs WHERE run_id = " + a + "), chain, role, invariance, (SELECT max(num) + 1 FROM case_runs),"
+          " value_check"
           " FROM case_runs WHERE run_id = " + b + " AND seq = 2",
       "INSERT INTO trials SELECT run_id, case_id, 3, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index,"
           " chain, choice FROM trials WHERE run_id = " + a + " AND trial = 1 LIMIT 1",

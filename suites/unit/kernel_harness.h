@@ -12,6 +12,7 @@
 #include "harness/core/catalog.h"
 #include "harness/core/digest.h"
 #include "harness/core/inputs.h"
+#include "harness/core/value_check.h"
 #include "kernels/common/half.h"
 #include "kernels/common/thread_pool.h"
 
@@ -43,35 +44,10 @@ inline HostTensor run_variant(const std::string& op, const std::string& variant,
 
 inline std::string digest(const HostTensor& t) { return digest_v1(t.data(), t.desc().bytes()).hex(); }
 
-// The elements as doubles, whatever the float dtype (each converts exactly).
-inline std::vector<double> values(const HostTensor& t) {
-  std::vector<double> out(static_cast<std::size_t>(t.desc().numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    switch (t.desc().dtype) {
-      case DType::f32: out[i] = t.as<float>()[i]; break;
-      case DType::f64: out[i] = t.as<double>()[i]; break;
-      case DType::f16: out[i] = to_float(t.as<Half>()[i]); break;
-      case DType::bf16: out[i] = to_float(t.as<BFloat16>()[i]); break;
-      case DType::i32: out[i] = t.as<std::int32_t>()[i]; break;
-    }
-  }
-  return out;
-}
-
-// The largest |a[i] - b[i]|, infinite where exactly one of a pair is NaN (or a size differs):
-// std::max(worst, NaN) keeps `worst`, so a plain max would let a NaN output pass any tolerance.
-inline double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) || std::isnan(b[i])) {
-      if (std::isnan(a[i]) != std::isnan(b[i])) return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    worst = std::max(worst, std::fabs(a[i] - b[i]));
-  }
-  return worst;
-}
+// The elements as doubles, and the NaN-aware largest difference (harness/core/value_check.h:
+// the audit's value check reads outputs the same way).
+using d9m::max_abs_difference;
+inline std::vector<double> values(const HostTensor& t) { return values_of(t); }
 
 // Inputs from explicit values (in argument order), for hand-computed examples.
 inline std::vector<HostTensor> inputs_from(const Problem& p, const std::vector<std::vector<double>>& vals) {

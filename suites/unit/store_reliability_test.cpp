@@ -446,7 +446,7 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
     s.begin_run(collect_fingerprint(probe_gpus()), info);
     sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
                       " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
-                      " invariance, num + 1000 FROM case_runs WHERE run_id = '" + r.run_id + "'");
+                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
   }  // "dies"
   Store s = Store::open(p, Store::Mode::read_write);
   opt.resume = true;

@@ -57,6 +57,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Reply{"inputs_number", R"({"inputs": 5})"}, Reply{"trial_string", R"({"trial": "one"})"},
                       Reply{"fatal_number", R"({"fatal": 7})"}, Reply{"unknown_field", R"({"hello": 1})"},
                       Reply{"result_bad_kind", R"({"result": {"kind": 3}})"},
+                      Reply{"result_bad_values",
+                            R"({"result": {"kind": "ran", "input_digest": "x", "detail": "", "claim": null, "trials": [], "device_lost": false, "values": "{\"outcome\": \"fine\"}"}})"},
                       Reply{"result_bad_trials",
                             R"({"result": {"kind": "ran", "input_digest": "x", "detail": "", "claim": null, "trials": [[1]], "device_lost": false}})"}),
     [](const ::testing::TestParamInfo<Reply>& p) { return std::string(p.param.name); });

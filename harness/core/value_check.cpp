@@ -1,0 +1,174 @@
+#include "harness/core/value_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/json_text.h"
+#include "kernels/common/half.h"
+
+namespace d9m {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+template <class F> void for_each_value(const HostTensor& t, F&& f) {
+  const std::int64_t n = t.desc().numel();
+  switch (t.desc().dtype) {
+    case DType::f32: for (std::int64_t i = 0; i < n; ++i) f(i, static_cast<double>(t.as<float>()[i])); break;
+    case DType::f64: for (std::int64_t i = 0; i < n; ++i) f(i, t.as<double>()[i]); break;
+    case DType::f16: for (std::int64_t i = 0; i < n; ++i) f(i, static_cast<double>(to_float(t.as<Half>()[i]))); break;
+    case DType::bf16: for (std::int64_t i = 0; i < n; ++i) f(i, static_cast<double>(to_float(t.as<BFloat16>()[i]))); break;
+    case DType::i32: for (std::int64_t i = 0; i < n; ++i) f(i, static_cast<double>(t.as<std::int32_t>()[i])); break;
+  }
+}
+
+double element(const HostTensor& t, std::int64_t i) {
+  switch (t.desc().dtype) {
+    case DType::f32: return t.as<float>()[i];
+    case DType::f64: return t.as<double>()[i];
+    case DType::f16: return to_float(t.as<Half>()[i]);
+    case DType::bf16: return to_float(t.as<BFloat16>()[i]);
+    case DType::i32: return t.as<std::int32_t>()[i];
+  }
+  return 0;
+}
+
+// |a - b|, 0 for equal values (two NaNs, two equal infinities), infinite where a NaN meets a number.
+double difference(double a, double b) {
+  if (a == b || (std::isnan(a) && std::isnan(b))) return 0;
+  if (std::isnan(a) || std::isnan(b)) return kInf;
+  return std::fabs(a - b);
+}
+
+// JSON has no infinity: a difference that is one is written "inf".
+nlohmann::json number(double x) { return std::isinf(x) ? nlohmann::json("inf") : nlohmann::json(x); }
+double number_of(const nlohmann::json& j) {
+  if (j.is_string() && j.get<std::string>() == "inf") return kInf;
+  return j.get<double>();
+}
+
+int weight(ValueCheck::Outcome o) {
+  switch (o) {
+    case ValueCheck::Outcome::differs: return 2;
+    case ValueCheck::Outcome::agrees: return 1;
+    case ValueCheck::Outcome::unchecked: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string to_string(ValueCheck::Outcome o) {
+  switch (o) {
+    case ValueCheck::Outcome::agrees: return "agrees";
+    case ValueCheck::Outcome::differs: return "differs";
+    case ValueCheck::Outcome::unchecked: return "unchecked";
+  }
+  return "unchecked";
+}
+
+ValueCheck compare_values(const HostTensor& output, const HostTensor& reference, const std::string& reference_name,
+                          const std::function<double(double max_ref)>& allowed) {
+  ValueCheck c;
+  c.reference = reference_name;
+  const std::int64_t n = reference.desc().numel();
+  c.elements = n;
+  double max_ref = 0;
+  for_each_value(reference, [&](std::int64_t, double x) {
+    if (std::isfinite(x)) max_ref = std::max(max_ref, std::fabs(x));
+  });
+  c.allowed = allowed(max_ref);
+  if (output.desc().numel() != n || output.desc().dtype != reference.desc().dtype) {
+    c.outcome = ValueCheck::Outcome::differs;
+    c.beyond = n;
+    c.first_beyond = 0;
+    c.max_abs = kInf;
+    return c;
+  }
+  for_each_value(reference, [&](std::int64_t i, double r) {
+    const double d = difference(element(output, i), r);
+    c.max_abs = std::max(c.max_abs, d);
+    if (d > c.allowed) {
+      if (c.beyond++ == 0) c.first_beyond = i;
+    }
+  });
+  c.outcome = c.beyond ? ValueCheck::Outcome::differs : ValueCheck::Outcome::agrees;
+  return c;
+}
+
+ValueCheck combine(const std::vector<ValueCheck>& runs) {
+  ValueCheck worst;
+  bool any = false;
+  for (const auto& c : runs) {
+    if (!any || weight(c.outcome) > weight(worst.outcome) || (c.outcome == worst.outcome && c.max_abs > worst.max_abs)) worst = c;
+    any = true;
+  }
+  return worst;
+}
+
+std::string ValueCheck::to_json_text() const {
+  nlohmann::json j{{"outcome", to_string(outcome)}, {"reference", reference}};
+  if (outcome == Outcome::unchecked) {
+    j["reason"] = reason;
+  } else {
+    j["elements"] = elements;
+    j["beyond"] = beyond;
+    j["first_beyond"] = first_beyond;
+    j["max_abs"] = number(max_abs);
+    j["allowed"] = number(allowed);
+  }
+  return json_text(j);
+}
+
+ValueCheck ValueCheck::from_json_text(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    ValueCheck c;
+    const std::string o = j.at("outcome").get<std::string>();
+    bool known = false;
+    for (auto x : {Outcome::agrees, Outcome::differs, Outcome::unchecked})
+      if (to_string(x) == o) c.outcome = x, known = true;
+    if (!known) throw std::invalid_argument("the value check's outcome \"" + o + "\" is not one d9m writes");
+    c.reference = j.at("reference").get<std::string>();
+    if (c.outcome == Outcome::unchecked) {
+      c.reason = j.at("reason").get<std::string>();
+    } else {
+      c.elements = j.at("elements").get<std::int64_t>();
+      c.beyond = j.at("beyond").get<std::int64_t>();
+      c.first_beyond = j.at("first_beyond").get<std::int64_t>();
+      c.max_abs = number_of(j.at("max_abs"));
+      c.allowed = number_of(j.at("allowed"));
+      if ((c.beyond > 0) != (c.outcome == Outcome::differs))
+        throw std::invalid_argument("the value check says " + o + " with " + std::to_string(c.beyond) + " element(s) beyond the tolerance");
+    }
+    return c;
+  } catch (const nlohmann::json::exception& ex) {
+    throw std::invalid_argument(std::string("the value check is not what d9m writes: ") + ex.what());
+  }
+}
+
+std::vector<double> values_of(const HostTensor& t) {
+  std::vector<double> out(static_cast<std::size_t>(t.desc().numel()));
+  for_each_value(t, [&](std::int64_t i, double x) { out[static_cast<std::size_t>(i)] = x; });
+  return out;
+}
+
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return kInf;
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return kInf;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  }
+  return worst;
+}
+
+}  // namespace d9m

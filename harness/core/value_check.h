@@ -1,0 +1,52 @@
+// The audit's look at a case's values, beside its bits. Repeatability says a variant gives the
+// same bits every time; it does not say they are the op's bits. A library kernel that is wrong
+// but repeatable (the H200 audit found PyTorch's deterministic reflection_pad2d backward to be one,
+// reports/h200-2026-11-26/NOTES.md) would be DETERMINISTIC, and could be offered as the fix for a
+// nondeterministic variant. So the first trial's output of every case is compared with the op's
+// serial reference on the same inputs, within the tolerance the variant is held to
+// (kernels/registry.h accepted_difference), and a case whose values differ fails the verdict.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/core/inputs.h"
+
+namespace d9m {
+
+struct ValueCheck {
+  enum class Outcome { agrees, differs, unchecked };
+  Outcome outcome = Outcome::unchecked;
+  std::string reference;        // the variant whose output was the reference (the serial one, or one claiming its bits)
+  std::int64_t elements = 0;    // elements compared
+  std::int64_t beyond = 0;      // elements farther than `allowed` from the reference (a NaN against a number counts)
+  std::int64_t first_beyond = -1;  // the first of them, or -1
+  double max_abs = 0;           // max |output - reference|, infinite where a NaN or an infinity meets a number
+  double allowed = 0;           // accepted_difference() at this output's max |reference|
+  std::string reason;           // unchecked: why
+
+  // The canonical JSON the store keeps in case_runs.value_check (schema 9; the hash chain covers it).
+  std::string to_json_text() const;
+  // Throws std::invalid_argument on text that is not such JSON.
+  static ValueCheck from_json_text(const std::string& text);
+};
+
+std::string to_string(ValueCheck::Outcome o);  // "agrees", "differs", "unchecked"
+
+// `output` against `reference` (same dtype and size: otherwise every element is beyond), with
+// allowed(max|reference| over its finite elements) as the largest accepted difference. Equal
+// values (two NaNs, two equal infinities included) agree.
+ValueCheck compare_values(const HostTensor& output, const HostTensor& reference, const std::string& reference_name,
+                          const std::function<double(double max_ref)>& allowed);
+
+// One check for several runs of a case: the worst of them (differs > agrees > unchecked), the
+// largest difference among equals.
+ValueCheck combine(const std::vector<ValueCheck>& runs);
+
+// A tensor's elements as doubles (16-bit floats widened exactly), and the largest |a[i] - b[i]|,
+// infinite where exactly one of a pair is NaN or the sizes differ: for tests and tools.
+std::vector<double> values_of(const HostTensor& t);
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace d9m

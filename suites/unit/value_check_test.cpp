@@ -1,0 +1,300 @@
+// The value check (harness/core/value_check.h): an output against the serial reference within an
+// allowance, NaN- and infinity-aware; its stored JSON; the worst of several runs; the reference
+// computed by the serial variant or by an ordered one claiming its bits, never by the variant
+// checked; the evidence under the hash chain; and the verdict failing on repeatable wrong values,
+// which are never offered as the fix.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/catalog.h"
+#include "harness/core/value_check.h"
+#include "harness/exec/runner.h"
+#include "harness/report/compare.h"
+#include "harness/report/model.h"
+#include "harness/report/report.h"
+#include "harness/report/results.h"
+#include "harness/store/sqlite.h"
+#include "harness/store/store.h"
+#include "harness/store/verify.h"
+#include "kernels/common/half.h"
+#include "scratch_dir.h"
+
+namespace d9m {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+HostTensor floats(const std::vector<float>& v) {
+  HostTensor t(TensorDesc{"t", DType::f32, {static_cast<std::int64_t>(v.size())}});
+  for (std::size_t i = 0; i < v.size(); ++i) t.as<float>()[i] = v[i];
+  return t;
+}
+
+ValueCheck check(const std::vector<float>& out, const std::vector<float>& ref, double tolerance = 0.01) {
+  return compare_values(floats(out), floats(ref), "cpu.serial", [&](double max_ref) { return tolerance * (1 + max_ref); });
+}
+
+TEST(ValueCheck, ComparesWithinTheAllowanceScaledByTheLargestFiniteReference) {
+  const ValueCheck same = check({1, 2, 3}, {1, 2, 3});
+  EXPECT_EQ(same.outcome, ValueCheck::Outcome::agrees);
+  EXPECT_EQ(same.max_abs, 0);
+  EXPECT_DOUBLE_EQ(same.allowed, 0.01 * 4);  // max |reference| 3
+  EXPECT_EQ(same.first_beyond, -1);
+  // Within 0.04: agrees; beyond: differs, counting and locating the elements.
+  EXPECT_EQ(check({1.03f, 2, 3}, {1, 2, 3}).outcome, ValueCheck::Outcome::agrees);
+  const ValueCheck off = check({1, 2.5f, 3, 4.5f}, {1, 2, 3, 4});
+  EXPECT_EQ(off.outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(off.beyond, 2);
+  EXPECT_EQ(off.first_beyond, 1);
+  EXPECT_DOUBLE_EQ(off.max_abs, 0.5);
+  EXPECT_EQ(off.elements, 4);
+  // An infinity in the reference does not make everything acceptable: the scale is finite.
+  EXPECT_DOUBLE_EQ(check({1, INFINITY}, {1, INFINITY}).allowed, 0.01 * 2);
+}
+
+TEST(ValueCheck, NaNsAndInfinitiesAgreeOnlyWithThemselves) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(check({nan, 1}, {nan, 1}).outcome, ValueCheck::Outcome::agrees);
+  EXPECT_EQ(check({INFINITY, 1}, {INFINITY, 1}).outcome, ValueCheck::Outcome::agrees);
+  for (const auto& [out, ref] : std::vector<std::pair<float, float>>{{nan, 1}, {1, nan}, {INFINITY, 1}, {-INFINITY, INFINITY}}) {
+    const ValueCheck c = check({out, 1}, {ref, 1});
+    EXPECT_EQ(c.outcome, ValueCheck::Outcome::differs) << out << " against " << ref;
+    EXPECT_EQ(c.max_abs, kInf) << out << " against " << ref;
+  }
+  // Another size or dtype: every element is beyond.
+  const ValueCheck sizes = check({1, 2}, {1, 2, 3});
+  EXPECT_EQ(sizes.outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(sizes.beyond, 3);
+}
+
+TEST(ValueCheck, SixteenBitOutputsAreReadAsTheirValues) {
+  HostTensor a(TensorDesc{"a", DType::bf16, {2}}), b(TensorDesc{"b", DType::bf16, {2}});
+  a.as<BFloat16>()[0] = bfloat16_from_float(1.0f);
+  a.as<BFloat16>()[1] = bfloat16_from_float(-2.0f);
+  b.as<BFloat16>()[0] = bfloat16_from_float(1.0f);
+  b.as<BFloat16>()[1] = bfloat16_from_float(-2.5f);
+  const ValueCheck c = compare_values(a, b, "cpu.serial", [](double) { return 0.1; });
+  EXPECT_EQ(c.outcome, ValueCheck::Outcome::differs);
+  EXPECT_DOUBLE_EQ(c.max_abs, 0.5);
+  EXPECT_EQ(c.first_beyond, 1);
+}
+
+TEST(ValueCheck, TheStoredJsonRoundTripsAndWhatD9mDoesNotWriteIsRefused) {
+  ValueCheck c = check({1, NAN}, {1, 2});
+  ASSERT_EQ(c.max_abs, kInf);
+  const ValueCheck back = ValueCheck::from_json_text(c.to_json_text());
+  EXPECT_EQ(back.outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(back.max_abs, kInf);  // JSON has no infinity: written "inf"
+  EXPECT_EQ(back.beyond, 1);
+  EXPECT_EQ(back.first_beyond, 1);
+  EXPECT_EQ(back.reference, "cpu.serial");
+  EXPECT_EQ(back.to_json_text(), c.to_json_text());
+  ValueCheck un;
+  un.reason = "the op has no serial reference";
+  EXPECT_EQ(ValueCheck::from_json_text(un.to_json_text()).reason, un.reason);
+  for (const char* bad : {"", "{}", R"({"outcome": "fine", "reference": "x"})", R"({"outcome": "agrees", "reference": "x"})",
+                          // an outcome that contradicts its own count
+                          R"({"outcome": "agrees", "reference": "x", "elements": 2, "beyond": 1, "first_beyond": 0, "max_abs": 1, "allowed": 0.1})",
+                          R"({"outcome": "differs", "reference": "x", "elements": 2, "beyond": 0, "first_beyond": -1, "max_abs": 0, "allowed": 0.1})"})
+    EXPECT_THROW(ValueCheck::from_json_text(bad), std::invalid_argument) << bad;
+}
+
+TEST(ValueCheck, SeveralRunsGiveTheWorst) {
+  ValueCheck unchecked;
+  unchecked.reason = "why";
+  const ValueCheck small = check({1.01f}, {1}), large = check({1.02f}, {1}), wrong = check({3}, {1});
+  EXPECT_EQ(combine({unchecked, small}).outcome, ValueCheck::Outcome::agrees);
+  EXPECT_EQ(combine({small, large, unchecked}).max_abs, large.max_abs);
+  EXPECT_EQ(combine({wrong, small}).outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(combine({small, wrong, large}).outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(combine({unchecked}).reason, "why");
+}
+
+// The rule: d9m's own CPU variants at the op's tolerance, library code (and a device) looser, and
+// where the op leaves library code a choice that changes values (tied maxima) no check for it.
+TEST(ValueCheck, TheAllowanceFollowsTheRoleAndTiesExemptOnlyLibraryCode) {
+  const Catalog all = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "maxpool2d_bwd", "name": "ties", "params": {"n": 1, "h": 4, "w": 4, "c": 2, "ksize_h": 2, "ksize_w": 2, "stride_h": 1, "stride_w": 1, "levels": 3}},
+      {"op": "maxpool2d_bwd", "name": "f32", "params": {"n": 1, "h": 4, "w": 4, "c": 2, "ksize_h": 2, "ksize_w": 2, "stride_h": 1, "stride_w": 1}},
+      {"op": "maxpool2d_bwd", "name": "bf16", "dtype": "bf16", "params": {"n": 1, "h": 4, "w": 4, "c": 2, "ksize_h": 2, "ksize_w": 2, "stride_h": 1, "stride_w": 1}}]})",
+                                    "c.json", Registry::global());
+  const CatalogConfig& cc = all.configs.at(0);
+  const OpDef& op = *cc.op;
+  ASSERT_TRUE(op.implementation_choice);
+  EXPECT_TRUE(op.implementation_choice(cc.problem).has_value()) << "levels: maxima tie";
+  EXPECT_FALSE(op.implementation_choice(all.configs[1].problem).has_value()) << "random f32: no ties";
+  EXPECT_TRUE(op.implementation_choice(all.configs[2].problem).has_value()) << "bf16 rounds neighbours together";
+
+  VariantDef own{.op = op.name, .name = "x", .backend = Backend::cpu, .role = Role::ordered};
+  EXPECT_DOUBLE_EQ(accepted_difference(op, cc.problem, own, 2.0), allowed_difference(op, cc.problem, 2.0));
+  own.backend = Backend::cuda;
+  EXPECT_GE(accepted_difference(op, cc.problem, own, 2.0), 1e-5 * 3);
+  for (Role outside : {Role::vendor, Role::autotune, Role::framework}) {
+    VariantDef lib{.op = op.name, .name = "lib.x", .backend = Backend::cuda, .role = outside};
+    EXPECT_TRUE(is_outside_code(outside));
+    EXPECT_GE(accepted_difference(op, cc.problem, lib, 2.0), 1e-3 * 3) << to_string(outside);
+    // Still far below a wrong op's miss, which is of the output's own size.
+    EXPECT_LT(accepted_difference(op, cc.problem, lib, 2.0), 0.5) << to_string(outside);
+  }
+  EXPECT_FALSE(is_outside_code(Role::control));
+}
+
+class ValueCheckRunTest : public test::ScratchDirTest {
+ protected:
+  ValueCheckRunTest() : ScratchDirTest("d9m-values-") {}
+
+  Catalog catalogue() const {
+    return parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+        {"op": "bias_add_grad", "name": "b", "params": {"n": 2, "h": 5, "w": 3, "c": 7}},
+        {"op": "matmul", "name": "m", "params": {"m": 6, "n": 5, "k": 300}}]})",
+                         "v.json", Registry::global());
+  }
+
+  ReportData run(const std::string& db, const std::vector<std::string>& variants) {
+    const Catalog cat = catalogue();
+    RunOptions opt;
+    opt.trials = 3;
+    opt.canaries = false;
+    Selection sel;
+    sel.backend = "cpu";
+    sel.variant_globs = variants;
+    Store s = Store::open(path(db), Store::Mode::read_write);
+    run_audit(cat, plan_cases(cat, Registry::global(), sel), s, opt);
+    EXPECT_TRUE(verify_store(s).problems.empty());
+    return load_report_data(s);
+  }
+};
+
+TEST_F(ValueCheckRunTest, EveryCaseButTheReferenceIsCheckedAgainstItAndAgrees) {
+  const ReportData d = run("all.sqlite", {});
+  int checked = 0;
+  for (const auto& r : d.results) {
+    if (r.role == Role::reference) {
+      EXPECT_FALSE(r.values.has_value()) << r.variant << ": the reference defines the values";
+      continue;
+    }
+    ASSERT_TRUE(r.values.has_value()) << r.op << "/" << r.variant;
+    EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::agrees) << r.op << "/" << r.variant << ": " << r.values->reason;
+    EXPECT_EQ(r.values->reference, "cpu.serial") << "the serial case ran first and its output is the reference";
+    EXPECT_GT(r.values->elements, 0);
+    ++checked;
+  }
+  EXPECT_GE(checked, 4);
+  EXPECT_TRUE(verdict_of(d).held());
+}
+
+TEST_F(ValueCheckRunTest, WithoutTheSerialCaseAnOrderedVariantClaimingItsBitsComputesTheReferenceButNeverChecksItself) {
+  const ReportData d = run("sel.sqlite", {"cpu.atomic", "cpu.ordered"});
+  for (const auto& r : d.results) {
+    ASSERT_TRUE(r.values.has_value()) << r.op << "/" << r.variant;
+    EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::agrees) << r.op << "/" << r.variant << ": " << r.values->reason;
+    if (r.variant == "cpu.ordered") EXPECT_EQ(r.values->reference, "cpu.serial") << r.op << ": never itself";
+    if (r.variant == "cpu.atomic" && Registry::global().find_variant(r.op, "cpu.ordered")->bit_equal_to == "cpu.serial")
+      EXPECT_EQ(r.values->reference, "cpu.ordered") << r.op << ": the threaded variant with the serial bits";
+  }
+}
+
+TEST_F(ValueCheckRunTest, AnEditedValueCheckBreaksTheChain) {
+  run("edit.sqlite", {"cpu.atomic"});
+  Store s = Store::open(path("edit.sqlite"), Store::Mode::read_write);
+  sql::Statement n(s.db(), "SELECT count(*) FROM case_runs WHERE value_check LIKE '%\"outcome\":\"agrees\"%'");
+  ASSERT_TRUE(n.step());
+  ASSERT_GT(n.integer(0), 0);
+  // Hiding a wrong kernel by rewriting its check, or clearing it, shows.
+  sql::exec(s.db(), "UPDATE case_runs SET value_check = '' WHERE rowid = (SELECT min(rowid) FROM case_runs WHERE value_check != '')");
+  EXPECT_FALSE(verify_store(s).problems.empty()) << "a cleared value check went unnoticed";
+}
+
+// A repeatable variant whose values are wrong fails the verdict (kind wrong_values), its cell
+// says so, and it is not the fix the table offers for the nondeterministic variant.
+TEST(ValueCheckVerdict, RepeatableWrongValuesFailAndAreNeverTheSolution) {
+  ReportData d;
+  d.stacks.push_back(StackInfo{"s", "S1", nlohmann::json::object(), 1, {}});
+  auto result = [&](const std::string& variant, Role role, const std::string& claim, Status st, std::int64_t ns) {
+    CaseResult r;
+    r.stack = "s";
+    r.op = "scatter_add";
+    r.variant = variant;
+    r.backend = "cpu";
+    r.config = "c";
+    r.role = role;
+    r.claim_determinism = claim;
+    r.claim_source = "design";
+    r.status = st;
+    r.trials = 10;
+    r.distinct = st == Status::deterministic ? 1 : 4;
+    r.median_ns = ns;
+    r.values = check({1, 2}, {1, 2});
+    return r;
+  };
+  d.results.push_back(result("cpu.atomic", Role::atomic, "nondeterministic", Status::nondeterministic, 100));
+  d.results.push_back(result("cpu.fast_wrong", Role::ordered, "deterministic", Status::deterministic, 110));
+  d.results.push_back(result("cpu.ordered", Role::ordered, "deterministic", Status::deterministic, 300));
+  EXPECT_TRUE(verdict_of(d).held());
+  EXPECT_EQ(build_status_model(d).solutions.at(0).variant, "cpu.fast_wrong") << "the faster one, while its values agree";
+
+  d.results[1].values = check({1, 7}, {1, 2});
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.verdict.failures.size(), 1u);
+  EXPECT_EQ(id_of(m.verdict.failures[0].kind), "wrong_values");
+  EXPECT_NE(m.verdict.failures[0].text.find("1 of 2 output elements farther from the serial reference (cpu.serial)"), std::string::npos)
+      << m.verdict.failures[0].text;
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.ordered") << "wrong values are never the fix";
+  for (const auto& row : m.rows)
+    if (row.variant == "cpu.fast_wrong") {
+      EXPECT_EQ(row.cells.at(0).text, "D, values wrong");
+      EXPECT_TRUE(row.cells.at(0).broken);
+    }
+  const auto json = nlohmann::json::parse(render_json(d, m));
+  EXPECT_EQ(json.at("results").at(1).at("values").at("outcome"), "differs");
+  EXPECT_EQ(json.at("verdict").at("passed"), false);
+  EXPECT_NE(render_markdown(d, m, false).find("**differs: 1 of 2 elements"), std::string::npos);
+  EXPECT_NE(render_csv(d, m).find(",differs,5,"), std::string::npos);
+
+  // Unchecked is not a failure (no reference, a library's own choice among ties).
+  d.results[1].values = ValueCheck{};
+  d.results[1].values->reason = "the op leaves library code a choice here";
+  EXPECT_TRUE(verdict_of(d).held());
+}
+
+// `d9m diff` calls values that turned wrong a regression, and a baseline never pins a wrong output's digest.
+TEST(ValueCheckVerdict, WrongValuesAreARegressionAndNeverPinned) {
+  ReportData a;
+  a.store_path = "a.sqlite";
+  a.stacks.push_back(StackInfo{std::string(64, 'a'), "S1", nlohmann::json::object(), 1, {}});
+  auto result = [&](const std::string& variant, char id) {
+    CaseResult r;
+    r.stack = a.stacks[0].id;
+    r.case_id = std::string(64, id);
+    r.op = "bias_add_grad";
+    r.config = "c";
+    r.variant = variant;
+    r.input_digest = std::string(32, '1');
+    r.digest = std::string(32, 'd');
+    r.claim_determinism = "deterministic";
+    r.status = Status::deterministic;
+    r.trials = 2;
+    r.distinct = 1;
+    r.values = check({1, 2}, {1, 2});
+    return r;
+  };
+  a.results = {result("cpu.ordered", 'b'), result("cpu.other", 'c')};
+  ReportData b = a;
+  b.store_path = "b.sqlite";
+  EXPECT_TRUE(diff_reports(a, b).regressions.empty());
+  b.results[0].values = check({1, 9}, {1, 2});
+  const DiffReport d = diff_reports(a, b);
+  ASSERT_EQ(d.regressions.size(), 1u);
+  EXPECT_NE(d.regressions[0].find("bias_add_grad/c/cpu.ordered: values now wrong"), std::string::npos) << d.regressions[0];
+  const auto pinned = pin_baseline(b);
+  ASSERT_EQ(pinned.at("stacks").at(0).at("cases").size(), 1u);
+  EXPECT_EQ(pinned.at("stacks").at(0).at("cases").at(0).at("variant"), "cpu.other");
+}
+
+}  // namespace
+}  // namespace d9m
