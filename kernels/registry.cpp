@@ -112,17 +112,19 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
 
 bool is_outside_code(Role r) { return r == Role::vendor || r == Role::autotune || r == Role::framework || r == Role::program; }
 
-double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {
+double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref, bool on_device) {
   double rule = allowed_difference(op, p, max_ref);
   if (is_outside_code(v.role)) {
-    const std::string math = p.output.dtype == DType::f32 && p.math == "default" ? "tf32" : p.math;
+    // TF32 only on a device: no CPU library uses it.
+    const std::string math = on_device && p.output.dtype == DType::f32 && p.math == "default" ? "tf32" : p.math;
     if (!op.agreement) rule = tolerance_for(op, p.output.dtype, math) * (1 + max_ref);
-    // Another implementation's rounding: 1e-3, or a few units of a 16-bit dtype's roundoff.
+    // Another implementation's rounding: 1e-3 (1e-5 in f64), or a few units of a 16-bit dtype's roundoff.
     OpDef roundoff;
     roundoff.tolerance = 1e-6;
-    rule = std::max(rule, std::max(1e-3, tolerance_for(roundoff, p.output.dtype)) * (1 + max_ref));
+    const double floor = p.output.dtype == DType::f64 ? 1e-5 : std::max(1e-3, tolerance_for(roundoff, p.output.dtype));
+    rule = std::max(rule, floor * (1 + max_ref));
   }
-  return v.backend == Backend::cpu ? rule : std::max(rule, 1e-5 * (1 + max_ref));
+  return on_device ? std::max(rule, 1e-5 * (1 + max_ref)) : rule;
 }
 
 bool Registry::add(OpDef op) {

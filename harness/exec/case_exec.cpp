@@ -1,6 +1,11 @@
 #include "harness/exec/case_exec.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "harness/core/error.h"
 #include "harness/core/inputs.h"
@@ -73,6 +78,34 @@ InvarianceEvidence batch_invariance(Executor& ex, const VariantDef& v, const Bat
   return e;
 }
 
+// Calls `beat` every second on a thread of its own until destroyed (nothing when it is empty).
+class Heartbeat {
+ public:
+  explicit Heartbeat(std::function<void()> beat) {
+    if (!beat) return;
+    thread_ = std::thread([this, beat = std::move(beat)] {
+      std::unique_lock<std::mutex> lock(m_);
+      while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) beat();
+    });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not) {
@@ -88,39 +121,46 @@ const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const Variant
   if (prep.reference && (prep.reference_by == serial->name || prep.reference_by != checked.name)) return &*prep.reference;
   // The serial reference runs on one thread by definition; an ordered CPU variant that claims its
   // bits gives them on every thread (the unit tests hold it to that claim, and the report checks
-  // it wherever both ran), so it computes the reference faster at model shapes. Never for itself.
-  const VariantDef* by = serial;
+  // it wherever both ran), so it computes the reference faster at model shapes: tried first, never
+  // for itself, and the serial variant after it where it cannot take the config.
+  std::vector<const VariantDef*> candidates;
   for (const VariantDef* x : reg.variants_of(cc.op->name))
     if (x->backend == Backend::cpu && x->role == Role::ordered && x->bit_equal_to == serial->name && x != &checked) {
-      by = x;
+      candidates.push_back(x);
       break;
     }
+  candidates.push_back(serial);
   Executor& cpu = *executors_.at(Backend::cpu);
-  const std::string who = "the reference (" + by->name + ")";
-  if (auto why = by->unsupported ? by->unsupported(cc.problem) : std::nullopt) {
-    why_not = who + " does not take this config: " + *why;
-    return nullptr;
+  prep.reference.reset();
+  for (const VariantDef* by : candidates) {
+    const std::string who = "the reference (" + by->name + ")";
+    if (auto why = by->unsupported ? by->unsupported(cc.problem) : std::nullopt) {
+      why_not += (why_not.empty() ? "" : "; ") + who + " does not take this config: " + *why;
+      continue;
+    }
+    if (auto too_big = memory_refusal(cpu, *by, cc.problem)) {
+      why_not += (why_not.empty() ? "" : "; ") + who + " " + *too_big;
+      continue;
+    }
+    try {
+      prep.reference = cpu.run_once(*by, cc.problem, prep.inputs);
+      prep.reference_by = by->name;
+      return &*prep.reference;
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      why_not += (why_not.empty() ? "" : "; ") + who + " could not run: " + e.what();
+    }
   }
-  if (auto too_big = memory_refusal(cpu, *by, cc.problem)) {
-    why_not = who + " " + *too_big;
-    return nullptr;
-  }
-  try {
-    prep.reference.reset();
-    prep.reference = cpu.run_once(*by, cc.problem, prep.inputs);
-    prep.reference_by = by->name;
-    return &*prep.reference;
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    why_not = who + " could not run: " + e.what();
-    return nullptr;
-  }
+  return nullptr;
 }
 
-ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output) {
+ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output,
+                                   bool on_device) {
   ValueCheck c;
-  if (is_outside_code(v.role) && cc.op->implementation_choice) {
+  // Vendor libraries only: PyTorch's backward reads the forward's index (bindings/python/d9m_torch),
+  // and picks the first maximum as the reference does, so its values are held to the reference.
+  if ((v.role == Role::vendor || v.role == Role::autotune) && cc.op->implementation_choice) {
     if (auto choice = cc.op->implementation_choice(cc.problem)) {
       c.reason = "the op leaves library code a choice here: " + *choice;
       return c;
@@ -133,7 +173,7 @@ ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, 
     return c;
   }
   return compare_values(output, *ref, prep.reference_by,
-                        [&](double max_ref) { return accepted_difference(*cc.op, cc.problem, v, max_ref); });
+                        [&](double max_ref) { return accepted_difference(*cc.op, cc.problem, v, max_ref, on_device); });
 }
 
 CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inputs, const TrialCallback& after_trial) {
@@ -184,10 +224,11 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
       prep.reference = std::move(*out.first_output);  // the values every other variant is checked against
       prep.reference_by = v.name;
     } else if (complete) {
-      // The last trial's report again, as a heartbeat: the watchdog, which waits for the next
-      // trial, then gives the reference (a serial run at model shapes) its whole time.
-      if (after_trial) after_trial(req.trials, req.trials);
-      r.values = check_values(cc, v, prep, *out.first_output);
+      // The last trial's report again, every second while the reference is computed, as a
+      // heartbeat: the watchdog waits for the next trial, and a serial run at model shapes may
+      // take longer than it waits (the reference is d9m's own CPU code, which ends).
+      Heartbeat beat(after_trial ? std::function<void()>([&] { after_trial(req.trials, req.trials); }) : nullptr);
+      r.values = check_values(cc, v, prep, *out.first_output, ex.on_device());
     }
   } catch (const Error&) {
     throw;

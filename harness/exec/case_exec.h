@@ -63,7 +63,7 @@ class CaseHost {
     std::optional<HostTensor> reference;
     std::string reference_by;
   };
-  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output);
+  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output, bool on_device);
   // The reference output for checking `checked`, computing it where needed; nullptr with the reason.
   const HostTensor* reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not);
   std::map<Backend, std::unique_ptr<Executor>> executors_;

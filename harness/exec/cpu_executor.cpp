@@ -67,6 +67,7 @@ class CpuExecutor final : public Executor {
   }
 
   std::string memory_name() const override { return "host memory"; }
+  bool on_device() const override { return false; }
   std::optional<std::uint64_t> memory_free() const override { return host_memory_free(); }
   std::uint64_t memory_held(const Problem& p) const override { return 2 * static_cast<std::uint64_t>(p.output.bytes()); }
 

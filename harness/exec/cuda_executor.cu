@@ -72,6 +72,7 @@ class CudaExecutor final : public Executor {
   bool device_lost() const override { return lost_.has_value(); }
 
   std::string memory_name() const override { return "device memory"; }
+  bool on_device() const override { return true; }
 
   // Free device memory, counting what the stream-ordered pool keeps reserved but unused (freed
   // buffers stay there between trials, see unavailable()).

@@ -19,6 +19,7 @@ class NoCudaExecutor final : public Executor {
     throw std::logic_error("CUDA run on a build without CUDA");  // unavailable() keeps any case from getting here
   }
   std::string memory_name() const override { return "device memory"; }
+  bool on_device() const override { return true; }
   std::optional<std::uint64_t> memory_free() const override { return std::nullopt; }
   std::uint64_t memory_held(const Problem&) const override { return 0; }
 };

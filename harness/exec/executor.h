@@ -51,6 +51,9 @@ class Executor {
   // executor itself holds while a case of `p` runs (the first and the current output, and on a
   // device the inputs).
   virtual std::string memory_name() const = 0;
+  // Whether cases run off the host CPU (a GPU), where libraries may use TF32 unasked and math
+  // functions round otherwise than the host's (accepted_difference in kernels/registry.h).
+  virtual bool on_device() const = 0;
   virtual std::optional<std::uint64_t> memory_free() const = 0;
   virtual std::uint64_t memory_held(const Problem& p) const = 0;
 };

@@ -41,6 +41,8 @@ class TorchExecutor final : public Executor {
                   bool keep_first_output, const TrialCallback& after_trial) override;
   HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override;
   std::string memory_name() const override { return "host memory"; }
+  // PyTorch's device as its worker greeted (CUDA where it has one); false before it started.
+  bool on_device() const override { return hello_.is_object() && hello_.value("device", "") == "cuda"; }
 
   // The longest line the worker may send: past it without a newline, the case fails.
   static constexpr std::size_t kMaxMessageBytes = std::size_t{16} << 20;

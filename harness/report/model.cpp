@@ -103,6 +103,11 @@ std::vector<StackDifference> stack_differences_of(const ReportData& data) {
 }
 
 std::vector<Cost> costs_of(const ReportData& data) {
+  // A variant whose values were wrong on any config of an op's source and backend is no fix on
+  // its other configs either.
+  std::set<std::tuple<std::string, std::string, std::string>> wrong;
+  for (const auto& r : data.results)
+    if (r.values_wrong()) wrong.insert({r.source(), r.backend, r.variant});
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
   for (const auto& r : data.results)
     if (r.median_ns) groups[{r.source(), r.config, r.stack, r.backend}].push_back(&r);
@@ -111,7 +116,7 @@ std::vector<Cost> costs_of(const ReportData& data) {
     const CaseResult *det = nullptr, *nd = nullptr;
     for (const auto* r : rs) {
       if (r->claim_determinism == "deterministic" && r->status == Status::deterministic && may_be_a_solution(r->role) &&
-          !r->values_wrong() && (!det || *r->median_ns < *det->median_ns))
+          !wrong.count({r->source(), r->backend, r->variant}) && (!det || *r->median_ns < *det->median_ns))
         det = r;
       if (r->claim_determinism == "nondeterministic" && r->role != Role::control && (!nd || *r->median_ns < *nd->median_ns))
         nd = r;

@@ -175,7 +175,7 @@ CaseOutcome run_case(const VariantDef& v, const Problem& p, const std::vector<Ho
 
 // How far a CUDA variant may be from the serial reference, max_ref = max|reference|: the rule the
 // audit holds every case to.
-double allowed(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) { return accepted_difference(op, p, v, max_ref); }
+double allowed(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) { return accepted_difference(op, p, v, max_ref, true); }
 
 // Where the op leaves library code a choice that changes values on this config (which of tied
 // maxima gets the gradient: OpDef::implementation_choice), a vendor's values are its own.

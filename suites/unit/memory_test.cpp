@@ -102,6 +102,7 @@ class SmallMachine final : public Executor {
   }
   HostTensor run_once(const VariantDef&, const Problem& p, const std::vector<HostTensor>&) override { return HostTensor(p.output); }
   std::string memory_name() const override { return "host memory"; }
+  bool on_device() const override { return false; }
   std::optional<std::uint64_t> memory_free() const override { return free; }
   std::uint64_t memory_held(const Problem& p) const override { return 2 * p.output.bytes(); }
   std::optional<std::uint64_t> free = std::uint64_t{1} << 30;
