@@ -171,8 +171,9 @@ void cases(std::ostringstream& o, const ReportData& data) {
       << (r.values_wrong() ? "**" + md_cell(format::values_text(r.values)) + "**" : md_cell(format::values_text(r.values))) << " |\n";
   }
   o << "\nValues: the first trial's output against the op's serial reference on the same inputs, within what the "
-       "variant is allowed (`agrees`, `**differs**`, or `unchecked` and why); `-` for the reference itself and results "
-       "stored before the check.\n";
+       "variant is allowed (`agrees`, `**differs**`, or `unchecked` and why); `-` where nothing was checked: the reference "
+       "itself, a case that did not run all its trials, a pipeline case (pipelines are not value-checked), a result stored "
+       "before the check.\n";
 }
 
 // One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).
