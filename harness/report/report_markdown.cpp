@@ -83,12 +83,16 @@ void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& 
 
 void cross_implementation(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   if (m.cross.empty()) return;
-  using Key = std::tuple<std::string, std::string, std::string, std::string>;  // op, variant, partner, stacks
+  // op, variant, partner, and the stacks by their place in the report (S2 before S10, as numbered).
+  using Key = std::tuple<std::string, std::string, std::string, std::size_t, std::size_t>;
+  auto index = [&](const std::string& id) {
+    std::size_t i = 0;
+    while (i < data.stacks.size() && data.stacks[i].id != id) ++i;
+    return i;
+  };
   std::map<Key, std::pair<int, int>> agg;  // equal / checked
   for (const auto& c : m.cross) {
-    std::string stacks = data.stack(c.result->stack).label;
-    if (c.partner_stack != c.result->stack) stacks += " with " + data.stack(c.partner_stack).label;
-    auto& [eq, n] = agg[{c.result->source(), c.result->variant, c.partner, stacks}];
+    auto& [eq, n] = agg[{c.result->source(), c.result->variant, c.partner, index(c.result->stack), index(c.partner_stack)}];
     eq += c.equal();
     ++n;
   }
@@ -98,7 +102,9 @@ void cross_implementation(std::ostringstream& o, const ReportData& data, const S
        "configs equal |\n|---|---|---|---|---|\n";
   for (const auto& [k, v] : agg) {
     const bool all = v.first == v.second;
-    o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << std::get<3>(k) << " | "
+    std::string stacks = data.stacks.at(std::get<3>(k)).label;
+    if (std::get<4>(k) != std::get<3>(k)) stacks += " with " + data.stacks.at(std::get<4>(k)).label;
+    o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << stacks << " | "
       << (all ? "" : "**") << v.first << " of " << v.second << (all ? "" : "** (claim broken)") << " |\n";
   }
 }

@@ -97,6 +97,25 @@ TEST(Report, BrokenDeterminismAndBrokenCrossClaimsFailTheVerdict) {
   EXPECT_FALSE(nlohmann::json::parse(render_json(d, m))["verdict"]["passed"].get<bool>());
 }
 
+// Cross-implementation rows are listed by stack as numbered: S2 before S10 (they sorted as text).
+TEST(Report, CrossRowsFollowTheStacksNumbers) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  for (int n = 1; n <= 10; ++n) {
+    const std::string run = begin(s, {{"stack", n}});
+    put(s, run, "cpu.serial", "deterministic", {"x", "x"});
+    put(s, run, "cpu.ordered", "deterministic", {"x", "x"}, "cpu.serial");
+    s.finish_run(run, "complete");
+  }
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.stacks.size(), 10u);
+  const std::string md = render_markdown(d, build_status_model(d));
+  const auto s2 = md.find("| scatter_add | cpu.ordered | cpu.serial | S2 |"), s10 = md.find("| scatter_add | cpu.ordered | cpu.serial | S10 |");
+  ASSERT_NE(s2, std::string::npos) << md;
+  ASSERT_NE(s10, std::string::npos) << md;
+  EXPECT_LT(s2, s10);
+}
+
 // A GPU run beside PyTorch's kernels records PyTorch in its fingerprint, a CPU run on the same
 // machine does not: two stacks that differ only there. d9m's own variants still check each
 // other's bits across them (the H200 audit's GPU and CPU runs were on S1 and S2), and a broken
