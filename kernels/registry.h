@@ -276,9 +276,9 @@ struct VariantDef {
 // Winograd algorithms round otherwise than direct sums; 1e-5 in f64), at 16 bits at least the
 // tolerance 1e-6 scaled to the dtype (0.008 f16, 0.066 bf16: another implementation rounds its
 // partial sums otherwise). On a device (`on_device`) at least 1e-5 (1 + max_ref): its math
-// functions round otherwise than the host's. Each rule is at least what the GPU and PyTorch tests accepted before it was one (the
-// H100 and H200 runs passed them). Loose against rounding, never against a wrong op, which
-// misses by the size of the output itself.
+// functions round otherwise than the host's. Each rule is at least what the GPU and PyTorch
+// tests accepted before it was one (the H100 and H200 runs passed them). Loose against rounding,
+// never against a wrong op, which misses by the size of the output itself.
 double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref, bool on_device);
 // Library and framework code: a role whose code d9m did not write (vendor, autotune, framework, program).
 bool is_outside_code(Role r);

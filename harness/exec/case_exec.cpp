@@ -81,9 +81,9 @@ InvarianceEvidence batch_invariance(Executor& ex, const VariantDef& v, const Bat
 // Calls `beat` every second on a thread of its own until destroyed (nothing when it is empty).
 class Heartbeat {
  public:
-  explicit Heartbeat(std::function<void()> beat) {
+  explicit Heartbeat(const std::function<void()>& beat) {
     if (!beat) return;
-    thread_ = std::thread([this, beat = std::move(beat)] {
+    thread_ = std::thread([this, beat] {
       std::unique_lock<std::mutex> lock(m_);
       while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) beat();
     });
@@ -108,7 +108,8 @@ class Heartbeat {
 
 }  // namespace
 
-const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not) {
+const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep,
+                                          const std::function<void()>& beat, std::string& why_not) {
   const Registry& reg = Registry::global();
   const VariantDef* serial = nullptr;
   for (const VariantDef* x : reg.variants_of(cc.op->name))
@@ -143,6 +144,7 @@ const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const Variant
       continue;
     }
     try {
+      const Heartbeat beating(beat);
       prep.reference = cpu.run_once(*by, cc.problem, prep.inputs);
       prep.reference_by = by->name;
       return &*prep.reference;
@@ -156,7 +158,7 @@ const HostTensor* CaseHost::reference_for(const CatalogConfig& cc, const Variant
 }
 
 ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output,
-                                   bool on_device) {
+                                   bool on_device, const std::function<void()>& beat) {
   ValueCheck c;
   // Vendor libraries only: PyTorch's backward reads the forward's index (bindings/python/d9m_torch),
   // and picks the first maximum as the reference does, so its values are held to the reference.
@@ -167,7 +169,7 @@ ValueCheck CaseHost::check_values(const CatalogConfig& cc, const VariantDef& v, 
     }
   }
   std::string why_not;
-  const HostTensor* ref = reference_for(cc, v, prep, why_not);
+  const HostTensor* ref = reference_for(cc, v, prep, beat, why_not);
   if (!ref) {
     c.reason = why_not;
     return c;
@@ -224,11 +226,11 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
       prep.reference = std::move(*out.first_output);  // the values every other variant is checked against
       prep.reference_by = v.name;
     } else if (complete) {
-      // The last trial's report again, every second while the reference is computed, as a
+      // The last trial's report again, every second while a reference is computed, as a
       // heartbeat: the watchdog waits for the next trial, and a serial run at model shapes may
       // take longer than it waits (the reference is d9m's own CPU code, which ends).
-      Heartbeat beat(after_trial ? std::function<void()>([&] { after_trial(req.trials, req.trials); }) : nullptr);
-      r.values = check_values(cc, v, prep, *out.first_output, ex.on_device());
+      const std::function<void()> beat = after_trial ? std::function<void()>([&] { after_trial(req.trials, req.trials); }) : nullptr;
+      r.values = check_values(cc, v, prep, *out.first_output, ex.on_device(), beat);
     }
   } catch (const Error&) {
     throw;

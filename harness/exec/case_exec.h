@@ -63,9 +63,12 @@ class CaseHost {
     std::optional<HostTensor> reference;
     std::string reference_by;
   };
-  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output, bool on_device);
+  // `beat` (may be empty) is called every second while a reference is computed: the watchdog's heartbeat.
+  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output, bool on_device,
+                          const std::function<void()>& beat);
   // The reference output for checking `checked`, computing it where needed; nullptr with the reason.
-  const HostTensor* reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep, std::string& why_not);
+  const HostTensor* reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep,
+                                  const std::function<void()>& beat, std::string& why_not);
   std::map<Backend, std::unique_ptr<Executor>> executors_;
   std::map<const CatalogConfig*, Prepared> prepared_;  // the current config's inputs, made once
 };
