@@ -37,9 +37,17 @@ double difference(double a, double b) {
 
 // JSON has no infinity: a difference that is one is written "inf".
 nlohmann::json number(double x) { return std::isinf(x) ? nlohmann::json("inf") : nlohmann::json(x); }
-double number_of(const nlohmann::json& j) {
+// A difference as d9m writes it: a number >= 0, or "inf".
+double number_of(const nlohmann::json& j, const char* field) {
   if (j.is_string() && j.get<std::string>() == "inf") return kInf;
+  if (!j.is_number() || !(j.get<double>() >= 0)) throw std::invalid_argument(std::string(field) + " is not a difference d9m writes");
   return j.get<double>();
+}
+// An integer field in [lo, hi], not a float that would be truncated or overflow.
+std::int64_t integer_of(const nlohmann::json& j, const char* field, std::int64_t lo, std::int64_t hi) {
+  if (!j.is_number_integer() || j.get<std::int64_t>() < lo || j.get<std::int64_t>() > hi)
+    throw std::invalid_argument(std::string(field) + " is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return j.get<std::int64_t>();
 }
 
 int weight(ValueCheck::Outcome o) {
@@ -113,9 +121,9 @@ std::string ValueCheck::to_json_text() const {
 }
 
 ValueCheck ValueCheck::from_json_text(const std::string& text) {
+  ValueCheck c;
   try {
     const auto j = nlohmann::json::parse(text);
-    ValueCheck c;
     const std::string o = j.at("outcome").get<std::string>();
     bool known = false;
     for (auto x : {Outcome::agrees, Outcome::differs, Outcome::unchecked})
@@ -125,18 +133,24 @@ ValueCheck ValueCheck::from_json_text(const std::string& text) {
     if (c.outcome == Outcome::unchecked) {
       c.reason = j.at("reason").get<std::string>();
     } else {
-      c.elements = j.at("elements").get<std::int64_t>();
-      c.beyond = j.at("beyond").get<std::int64_t>();
-      c.first_beyond = j.at("first_beyond").get<std::int64_t>();
-      c.max_abs = number_of(j.at("max_abs"));
-      c.allowed = number_of(j.at("allowed"));
-      if ((c.beyond > 0) != (c.outcome == Outcome::differs))
-        throw std::invalid_argument("the value check says " + o + " with " + std::to_string(c.beyond) + " element(s) beyond the tolerance");
+      c.elements = integer_of(j.at("elements"), "elements", 0, std::numeric_limits<std::int64_t>::max());
+      c.beyond = integer_of(j.at("beyond"), "beyond", 0, c.elements);
+      c.first_beyond = integer_of(j.at("first_beyond"), "first_beyond", -1, c.elements - 1);
+      c.max_abs = number_of(j.at("max_abs"), "max_abs");
+      c.allowed = number_of(j.at("allowed"), "allowed");
+      // What compare_values writes holds together: an outcome that its own numbers contradict
+      // was edited (and its hash-chain link recomputed, or verify would have said so first).
+      const bool beyond = c.beyond > 0;
+      if (beyond != (c.outcome == Outcome::differs) || beyond != (c.first_beyond >= 0) || beyond != (c.max_abs > c.allowed))
+        throw std::invalid_argument("the value check says " + o + ", which its numbers contradict");
     }
-    return c;
   } catch (const nlohmann::json::exception& ex) {
-    throw std::invalid_argument(std::string("the value check is not what d9m writes: ") + ex.what());
+    // The parser's message may quote the text's bytes, which need not be UTF-8: only its id.
+    throw std::invalid_argument("the value check is not JSON that d9m writes (JSON error " + std::to_string(ex.id) + ")");
   }
+  // Canonical: what d9m writes, byte for byte (no duplicate keys, nothing after the document).
+  if (c.to_json_text() != text) throw std::invalid_argument("the value check is not in the canonical form d9m writes");
+  return c;
 }
 
 std::vector<double> values_of(const HostTensor& t) {

@@ -6,6 +6,7 @@
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/core/value_check.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
@@ -187,6 +188,23 @@ void note_run_states(const Store& store, const std::vector<RunFacts>& runs, Veri
                                                  "`d9m run --resume` continues it, any write to the store marks it"));
     if (r.state == "interrupted")
       v.notes.push_back("run " + r.id + " was interrupted: its rows up to then are evidence; `d9m run --resume` continues it");
+  }
+}
+
+// Each case row's value check (schema 9) says what d9m writes, and holds together: an outcome its
+// own numbers contradict, or a check on the reference (which defines the values), is an edit the
+// unkeyed chain cannot show once its links are recomputed.
+void check_value_checks(sqlite3* db, int schema, VerifyReport& v) {
+  if (schema < 9) return;
+  sql::Statement rows(db, "SELECT run_id, case_id, role, value_check FROM case_runs WHERE value_check != ''");
+  while (rows.step()) {
+    const std::string where = "run " + rows.text(0).substr(0, 8) + " case " + rows.text(1).substr(0, 12);
+    if (rows.text(2) == "reference") v.problems.push_back(where + ": a value check on the reference, which defines the values");
+    try {
+      ValueCheck::from_json_text(rows.text(3));
+    } catch (const std::invalid_argument& e) {
+      v.problems.push_back(where + ": " + e.what());
+    }
   }
 }
 
@@ -425,6 +443,7 @@ VerifyReport verify_store(const Store& store) {
     v.runs = static_cast<std::int64_t>(runs.size());
     note_run_states(store, runs, v);
     check_case_rows(db, runs, v);
+    check_value_checks(db, store.schema_version(), v);
     check_trace_rows(db, v);
     ChainWalker walker(db, store.schema_version());
     for (const auto& r : runs) check_chain(db, walker, r, v);

@@ -102,6 +102,28 @@ TEST(ValueCheck, TheStoredJsonRoundTripsAndWhatD9mDoesNotWriteIsRefused) {
                           R"({"outcome": "agrees", "reference": "x", "elements": 2, "beyond": 1, "first_beyond": 0, "max_abs": 1, "allowed": 0.1})",
                           R"({"outcome": "differs", "reference": "x", "elements": 2, "beyond": 0, "first_beyond": -1, "max_abs": 0, "allowed": 0.1})"})
     EXPECT_THROW(ValueCheck::from_json_text(bad), std::invalid_argument) << bad;
+  // What only an edit with recomputed hash-chain links makes (found by an attack on the store):
+  // agrees beyond its allowance, counts out of range or not integers, a second key, text after
+  // the document, and anything not in d9m's canonical form.
+  const std::string good = check({1, 2}, {1, 2}).to_json_text();
+  EXPECT_NO_THROW(ValueCheck::from_json_text(good));
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  for (const std::string& bad :
+       {edited("\"max_abs\":0.0", "\"max_abs\":3.5"), edited("\"beyond\":0", "\"beyond\":-1"), edited("\"beyond\":0", "\"beyond\":1e300"),
+        edited("\"beyond\":0", "\"beyond\":0.9"), edited("\"elements\":2", "\"elements\":2,\"elements\":3"),
+        edited("\"first_beyond\":-1", "\"first_beyond\":5"), edited("\"allowed\":", "\"allowed\": "), good + std::string(1, '\0') + "x",
+        edited("\"reference\":\"cpu.serial\"", "\"reference\":\"cpu.serial\xff\"")})
+    EXPECT_THROW(ValueCheck::from_json_text(bad), std::invalid_argument) << bad;
+  try {
+    ValueCheck::from_json_text("{\"outcome\": \"\xff");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find('\xff'), std::string::npos) << "the message quotes no byte of the text";
+  }
 }
 
 TEST(ValueCheck, SeveralRunsGiveTheWorst) {
@@ -235,6 +257,30 @@ TEST_F(ValueCheckRunTest, AnEditedValueCheckBreaksTheChain) {
   // Hiding a wrong kernel by rewriting its check, or clearing it, shows.
   sql::exec(s.db(), "UPDATE case_runs SET value_check = '' WHERE rowid = (SELECT min(rowid) FROM case_runs WHERE value_check != '')");
   EXPECT_FALSE(verify_store(s).problems.empty()) << "a cleared value check went unnoticed";
+}
+
+// Verify reads what a check says, not only its link: a self-contradicting check, or one on the
+// reference row, is a fault even where the chain holds (an edit that recomputed the links).
+TEST_F(ValueCheckRunTest, VerifyFaultsAChecksMeaningNotOnlyItsLink) {
+  run("meaning.sqlite", {"cpu.serial", "cpu.atomic"});
+  Store s = Store::open(path("meaning.sqlite"), Store::Mode::read_write);
+  const auto problems_with = [&](const std::string& sql) {
+    sql::exec(s.db(), "SAVEPOINT edit; " + sql);
+    std::vector<std::string> out;
+    for (const auto& p : verify_store(s).problems)
+      if (p.find("hash chain") == std::string::npos && p.find("hash-chain") == std::string::npos) out.push_back(p);
+    sql::exec(s.db(), "ROLLBACK TO edit; RELEASE edit");
+    return out;
+  };
+  EXPECT_TRUE(problems_with("SELECT 1").empty());
+  const auto agrees_beyond = problems_with(
+      "UPDATE case_runs SET value_check = replace(value_check, '\"max_abs\":', '\"max_abs\":9') WHERE role = 'atomic'");
+  ASSERT_FALSE(agrees_beyond.empty());
+  EXPECT_NE(agrees_beyond[0].find("which its numbers contradict"), std::string::npos) << agrees_beyond[0];
+  const auto on_reference = problems_with(
+      "UPDATE case_runs SET value_check = (SELECT value_check FROM case_runs WHERE role = 'atomic' LIMIT 1) WHERE role = 'reference'");
+  ASSERT_FALSE(on_reference.empty());
+  EXPECT_NE(on_reference[0].find("a value check on the reference"), std::string::npos) << on_reference[0];
 }
 
 // A repeatable variant whose values are wrong fails the verdict (kind wrong_values), its cell
