@@ -110,6 +110,15 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
   return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
 }
 
+double accepted_wide_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {
+  const double roundoff = p.output.dtype == DType::bf16 ? 0x1p-8 : p.output.dtype == DType::f16 ? 0x1p-11 : 0;
+  Problem f32 = p;
+  f32.output.dtype = DType::f32;
+  double accumulation = allowed_difference(op, f32, max_ref);
+  if (is_outside_code(v.role)) accumulation = std::max(accumulation, 1e-3 * (1 + max_ref));
+  return kWideRoundoffUnits * (roundoff * max_ref + 0x1p-24) + accumulation;
+}
+
 bool is_outside_code(Role r) { return r == Role::vendor || r == Role::autotune || r == Role::framework || r == Role::program; }
 
 double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref, bool on_device) {

@@ -153,6 +153,8 @@ ValueCheck ValueCheck::from_json_text(const std::string& text) {
   return c;
 }
 
+double value_at(const HostTensor& t, std::int64_t i) { return element(t, i); }
+
 std::vector<double> values_of(const HostTensor& t) {
   std::vector<double> out(static_cast<std::size_t>(t.desc().numel()));
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = element(t, static_cast<std::int64_t>(i));

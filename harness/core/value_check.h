@@ -5,6 +5,9 @@
 // nondeterministic variant. So the first trial's output of every case is compared with the op's
 // serial reference on the same inputs, within the tolerance the variant is held to
 // (kernels/registry.h accepted_difference), and a case whose values differ fails the verdict.
+// A 16-bit output is first compared with the op computed in f64 and rounded once, at a few units
+// of roundoff (accepted_wide_difference); a rule that an all-zero output would pass is no check,
+// and the case is unchecked with the reason (CaseHost::check_values, harness/exec/case_exec.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -43,6 +46,9 @@ ValueCheck compare_values(const HostTensor& output, const HostTensor& reference,
 // One check for several runs of a case: the worst of them (differs > agrees > unchecked), the
 // largest difference among equals.
 ValueCheck combine(const std::vector<ValueCheck>& runs);
+
+// Element i of a tensor as a double (16-bit floats widened exactly).
+double value_at(const HostTensor& t, std::int64_t i);
 
 // A tensor's elements as doubles (16-bit floats widened exactly), and the largest |a[i] - b[i]|,
 // infinite where exactly one of a pair is NaN or the sizes differ: for tests and tools.

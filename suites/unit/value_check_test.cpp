@@ -5,6 +5,7 @@
 // which are never offered as the fix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -168,6 +169,54 @@ TEST(ValueCheck, TheAllowanceFollowsTheRoleAndTiesExemptOnlyLibraryCode) {
   EXPECT_FALSE(is_outside_code(Role::control));
 }
 
+// At 16 bits the op's rule is its f32 tolerance scaled by the roundoff, which a long sum makes as
+// large as the output; the rule against the wide reference is a few units of roundoff.
+TEST(ValueCheck, TheWideRuleIsAFewUnitsOfSixteenBitRoundoff) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "bias_add_grad", "name": "bf16", "dtype": "bf16", "params": {"n": 32, "h": 32, "w": 32, "c": 3}},
+      {"op": "bias_add_grad", "name": "f16", "dtype": "f16", "params": {"n": 32, "h": 32, "w": 32, "c": 3}}]})",
+                                    "w.json", Registry::global());
+  for (const CatalogConfig& cc : cat.configs) {
+    const double unit = cc.problem.output.dtype == DType::bf16 ? 0x1p-8 : 0x1p-11;
+    for (Role role : {Role::ordered, Role::vendor}) {
+      const VariantDef v{.op = cc.op->name, .name = "x", .backend = Backend::cpu, .role = role};
+      for (double max_ref : {1.0, 100.0}) {
+        const double wide = accepted_wide_difference(*cc.op, cc.problem, v, max_ref);
+        EXPECT_GE(wide, kWideRoundoffUnits * unit * max_ref) << cc.name;
+        EXPECT_LT(wide, max_ref / 16) << cc.name << " " << to_string(role);
+      }
+    }
+  }
+  const VariantDef own{.op = "bias_add_grad", .name = "x", .backend = Backend::cpu, .role = Role::ordered};
+  EXPECT_GE(accepted_difference(*cat.configs[0].op, cat.configs[0].problem, own, 100.0, false), 100.0)
+      << "the premise: the op's own rule at bf16 would pass an all-zero output";
+}
+
+// A rule that an all-zero output would pass is no check: such a case is unchecked, with the reason
+// and what the wide reference saw, not "agrees". bias_add_grad in bf16 over 32768 rows: its rule
+// allows more than the largest output, and a 16-bit running sum stalls far from the f64 one.
+TEST(ValueCheck, ACheckThatAnAllZeroOutputWouldPassIsNoCheck) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "bias_add_grad", "name": "long", "dtype": "bf16", "seed": 4, "params": {"n": 32, "h": 32, "w": 32, "c": 3}}]})",
+                                    "z.json", Registry::global());
+  const CatalogConfig& cc = cat.configs.at(0);
+  const VariantDef* serial = Registry::global().find_variant("bias_add_grad", "cpu.serial");
+  const VariantDef zeros{.op = "bias_add_grad", .name = "lib.zeros", .backend = Backend::cpu, .role = Role::vendor,
+                         .claim = {Determinism::deterministic, ClaimSource::vendor_doc, "test"},
+                         .run = [](const KernelArgs& a) { std::fill_n(a.out<std::uint16_t>(), a.problem.output.numel(), 0); }};
+  const VariantDef running{.op = "bias_add_grad", .name = "lib.running_sum", .backend = Backend::cpu, .role = Role::vendor,
+                           .claim = {Determinism::deterministic, ClaimSource::vendor_doc, "test"}, .run = serial->run};
+  CaseHost host(2);
+  for (const VariantDef* v : {&zeros, &running}) {
+    const CaseExecution r = host.run(CaseRequest{&cc, v, 2, std::nullopt}, nullptr, nullptr);
+    ASSERT_EQ(r.kind, CaseExecution::Kind::ran) << r.detail;
+    ASSERT_TRUE(r.values.has_value());
+    EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::unchecked) << v->name;
+    EXPECT_NE(r.values->reason.find("an all-zero output would pass it"), std::string::npos) << r.values->reason;
+    EXPECT_NE(r.values->reason.find("against cpu.serial in f64, rounded to bf16 it differs by up to"), std::string::npos) << r.values->reason;
+  }
+}
+
 // Library code on a config the ordered variant does not take (conv2d in math mode tf32, where
 // d9m's own kernels are UNSUPPORTED): the reference falls back to the serial variant, which does.
 TEST(ValueCheck, WhereTheOrderedVariantCannotRunTheSerialOneIsTheReference) {
@@ -246,6 +295,31 @@ TEST_F(ValueCheckRunTest, WithoutTheSerialCaseAnOrderedVariantClaimingItsBitsCom
     if (r.variant == "cpu.atomic" && Registry::global().find_variant(r.op, "cpu.ordered")->bit_equal_to == "cpu.serial")
       EXPECT_EQ(r.values->reference, "cpu.ordered") << r.op << ": the threaded variant with the serial bits";
   }
+}
+
+// 16-bit outputs are checked against the op computed in f64 on the same inputs and rounded once
+// (matmul sums in f32 and rounds once, so every CPU variant holds to a few units of roundoff).
+TEST_F(ValueCheckRunTest, SixteenBitCasesAreCheckedAgainstTheOpInF64) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "matmul", "name": "m16", "dtype": "bf16", "params": {"m": 16, "n": 16, "k": 4096}}]})",
+                                    "m16.json", Registry::global());
+  RunOptions opt;
+  opt.trials = 2;
+  opt.canaries = false;
+  Selection sel;
+  sel.backend = "cpu";
+  Store s = Store::open(path("m16.sqlite"), Store::Mode::read_write);
+  run_audit(cat, plan_cases(cat, Registry::global(), sel), s, opt);
+  EXPECT_TRUE(verify_store(s).problems.empty());
+  int checked = 0;
+  for (const auto& r : load_report_data(s).results) {
+    if (r.role == Role::reference) continue;
+    ASSERT_TRUE(r.values.has_value()) << r.variant;
+    EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::agrees) << r.variant << ": " << r.values->reason;
+    EXPECT_NE(r.values->reference.find(" in f64, rounded to bf16"), std::string::npos) << r.values->reference;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
 }
 
 TEST_F(ValueCheckRunTest, AnEditedValueCheckBreaksTheChain) {
