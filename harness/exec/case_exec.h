@@ -14,6 +14,7 @@
 #include "harness/core/catalog.h"
 #include "harness/core/value_check.h"
 #include "harness/exec/executor.h"
+#include "harness/exec/value_checker.h"
 
 namespace d9m {
 
@@ -55,33 +56,14 @@ class CaseHost {
   CaseExecution run(const CaseRequest& req, const InputsCallback& on_inputs, const TrialCallback& after_trial);
 
  private:
-  // An output the values are checked against, once computed, and the variant that computed it.
-  struct Reference {
-    std::optional<HostTensor> output;
-    std::string by;
-  };
   struct Prepared {
     std::vector<HostTensor> inputs;
     std::string input_digest;
-    // The op's serial output on these inputs (or kept from the reference's own case).
-    Reference reference;
-    // At a 16-bit output: the serial definition in f64 (f32 where the op takes no f64) on these
-    // inputs widened, rounded once to the output's dtype (accepted_wide_difference in kernels/registry.h).
-    Reference wide;
+    ValueChecker::References references;  // the values these inputs are checked against
   };
-  // `beat` (may be empty) is called every second while a reference is computed: the watchdog's heartbeat.
-  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, Prepared& prep, const HostTensor& output, bool on_device,
-                          const std::function<void()>& beat);
-  // The serial output of `problem` on `inputs` for checking `checked`, in `slot` (computed where it
-  // is not there yet); nullptr with the reason.
-  const HostTensor* reference_for(const OpDef& op, const Problem& problem, const std::vector<HostTensor>& inputs,
-                                  const VariantDef& checked, Reference& slot, const std::function<void()>& beat,
-                                  std::string& why_not);
-  // Prepared::wide for checking `checked`; nullptr with the reason.
-  const HostTensor* wide_reference_for(const CatalogConfig& cc, const VariantDef& checked, Prepared& prep,
-                                       const std::function<void()>& beat, std::string& why_not);
   std::map<Backend, std::unique_ptr<Executor>> executors_;
   std::map<const CatalogConfig*, Prepared> prepared_;  // the current config's inputs, made once
+  ValueChecker values_;
 };
 
 }  // namespace d9m

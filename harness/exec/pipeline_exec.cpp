@@ -109,6 +109,52 @@ std::string trajectory_digest(const std::vector<TraceRecord>& trace, std::size_t
 
 }  // namespace
 
+PipelineHost::OpCheck PipelineHost::check_op(const PipelineStep& op, const VariantDef& v, const std::vector<HostTensor>& inputs,
+                                              const HostTensor& output) {
+  OpCheck c{op.name, std::nullopt};
+  if (v.role == Role::reference) return c;  // it defines the values
+  // A library may give tied maxima's gradient to another of them than the reference does (the
+  // case check exempts it only where the config's fill ties them); a pipeline's own data ties
+  // wherever a ReLU made a window of zeros.
+  if ((v.role == Role::vendor || v.role == Role::autotune) && op.config.op->implementation_choice) {
+    c.check = ValueCheck{};
+    c.check->reason = "the op leaves library code a choice where maxima tie, and a pipeline's data can tie (zeros after a ReLU)";
+    return c;
+  }
+  if (!values_) values_ = ValueChecker(executor(Backend::cpu));
+  ValueChecker::References refs;
+  c.check = values_->check(op.config, v, inputs, refs, output, executor(v.backend).on_device(), nullptr);
+  return c;
+}
+
+static std::optional<ValueCheck> pipeline_values(const std::vector<PipelineHost::OpCheck>& ops) {
+  std::optional<ValueCheck> worst;
+  std::vector<std::string> unchecked;
+  std::size_t checked = 0;
+  for (const auto& [name, check] : ops) {
+    if (!check) continue;
+    ValueCheck c = *check;
+    c.reference += ", op " + name;
+    if (c.outcome == ValueCheck::Outcome::unchecked) {
+      unchecked.push_back(name + ": " + c.reason);
+      continue;
+    }
+    ++checked;
+    // The op that comes nearest its allowance (or goes farthest beyond it) speaks for the pipeline.
+    const auto ratio = [](const ValueCheck& x) { return x.allowed > 0 ? x.max_abs / x.allowed : x.max_abs; };
+    if (!worst || (c.outcome == ValueCheck::Outcome::differs && worst->outcome != c.outcome) ||
+        (c.outcome == worst->outcome && ratio(c) > ratio(*worst)))
+      worst = c;
+  }
+  if (worst && worst->outcome == ValueCheck::Outcome::differs) return worst;
+  if (unchecked.empty()) return worst;
+  ValueCheck u;
+  u.reference = worst ? worst->reference : "";
+  u.reason = std::to_string(checked) + " of " + std::to_string(checked + unchecked.size()) + " checked ops agree; not checked: ";
+  for (std::size_t i = 0; i < unchecked.size(); ++i) u.reason += (i ? "; " : "") + unchecked[i];
+  return u;
+}
+
 PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSetting& s, std::int64_t trials,
                                     const TrialCallback& after_trial) {
   PipelineExecution out;
@@ -175,6 +221,7 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
   std::vector<HostTensor> first_outputs;  // trial 0's, by step * ops + position
   std::vector<std::string> first_digests;
   std::vector<Value> first_state;
+  std::vector<OpCheck> op_checks;  // the first step's, in the first trial
   try {
     for (std::int64_t trial = 0; trial < trials; ++trial) {
       const std::size_t trial_rows = out.trace.size();
@@ -204,6 +251,7 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
           const auto start = std::chrono::steady_clock::now();
           HostTensor result = executor(v.backend).run_once(v, op.config.problem, inputs);
           elapsed += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+          if (trial == 0 && step == 0) op_checks.push_back(check_op(op, v, inputs, result));
           TraceRecord row{trial, step, static_cast<std::int64_t>(k), op.name, op.config.op->name, v.name, json_text(input_digests),
                           digest_of(result), std::nullopt};
           const std::size_t at = static_cast<std::size_t>(step) * ops + k;
@@ -247,6 +295,7 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
       if (after_trial && !after_trial(trial + 1, trials)) break;
     }
     r.kind = CaseExecution::Kind::ran;
+    r.values = pipeline_values(op_checks);
   } catch (const Error&) {
     throw;
   } catch (const Unsupported& e) {

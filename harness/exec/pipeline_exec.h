@@ -6,6 +6,11 @@
 // compare the final state (the trained parameters end to end: 0 elements where a difference
 // healed).
 //
+// Each op of the first step in the first trial is also checked against its serial reference on
+// the same inputs (harness/exec/value_checker.h; a wrong kernel is wrong on any step's inputs):
+// the case's value check is the op that came farthest toward its allowance, or beyond it, or
+// unchecked naming the ops not checked.
+//
 // Each op runs through its backend's executor (Executor::run_once), so a CUDA op copies its
 // inputs to the device and its output back: the state lives on the host between ops. Pipelines
 // run in the runner's process, not in a worker (a crash in a kernel ends the run).
@@ -13,11 +18,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/core/catalog.h"
 #include "harness/exec/case_exec.h"
+#include "harness/exec/value_checker.h"
 #include "harness/store/store.h"
 
 namespace d9m {
@@ -44,6 +51,11 @@ Claim pipeline_claim(const CatalogPipeline& pl, const PipelineSetting& s);
 
 class PipelineHost {
  public:
+  // One op's value check (harness/exec/value_checker.h); none for an op run by its reference variant.
+  struct OpCheck {
+    std::string op;
+    std::optional<ValueCheck> check;
+  };
   // timeout_s: the PyTorch worker's watchdog for a torch op (TorchExecutor); d9m's own ops run
   // in this process with none, as cases do without worker isolation.
   PipelineHost(unsigned threads, double timeout_s);
@@ -54,6 +66,8 @@ class PipelineHost {
 
  private:
   Executor& executor(Backend b);
+  OpCheck check_op(const PipelineStep& op, const VariantDef& v, const std::vector<HostTensor>& inputs, const HostTensor& output);
+  std::optional<ValueChecker> values_;
   unsigned threads_;
   double timeout_s_;
   std::map<Backend, std::unique_ptr<Executor>> executors_;

@@ -177,9 +177,10 @@ void cases(std::ostringstream& o, const ReportData& data) {
       << (r.values_wrong() ? "**" + md_cell(format::values_text(r.values)) + "**" : md_cell(format::values_text(r.values))) << " |\n";
   }
   o << "\nValues: the first trial's output against the op's serial reference on the same inputs, within what the "
-       "variant is allowed (`agrees`, `**differs**`, or `unchecked` and why); `-` where nothing was checked: the reference "
-       "itself, a case that did not run all its trials, a pipeline case (pipelines are not value-checked), a result stored "
-       "before the check.\n";
+       "variant is allowed (`agrees`, `**differs**`, or `unchecked` and why; at f16 and bf16 against the op computed in "
+       "f64 where it holds to that; a pipeline's by the op of its first step nearest its allowance, named); `-` where "
+       "nothing was checked: the reference itself, a case that did not run all its trials, a pipeline of reference "
+       "variants only, a result stored before the check.\n";
 }
 
 // One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).

@@ -8,6 +8,7 @@
 #include "harness/core/error.h"
 #include "harness/exec/pipeline_exec.h"
 #include "harness/exec/runner.h"
+#include "harness/report/results.h"
 #include "harness/report/trace_diff.h"
 #include "harness/store/merge.h"
 #include "harness/store/sqlite.h"
@@ -175,6 +176,40 @@ TEST_F(PipelineRunTest, AnOrderedPipelineIsDeterministicWithAChainedTraceRowPerT
   EXPECT_FALSE(diffs[0].source.has_value());
   EXPECT_EQ(diffs[0].by_step.size(), 3u);
   EXPECT_EQ(diffs[0].ops_per_step, 3);
+}
+
+// Each op of the first step is checked against its serial reference on the inputs the data flow
+// gave it; an op whose values are wrong makes the pipeline's check differ, naming the op.
+TEST_F(PipelineRunTest, TheFirstStepsOpsAreCheckedAgainstTheirReferencesAndAWrongOneIsNamed) {
+  const Catalog cat = parse_catalog(bias_pipeline("cpu.ordered"), "p.json", Registry::global());
+  const std::string db = path("values.sqlite");
+  run(cat, db, 2);
+  {
+    Store s = Store::open(db, Store::Mode::read_only);
+    const auto results = load_report_data(s).results;
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_TRUE(results[0].values.has_value()) << "the pipeline's ops were checked";
+    EXPECT_EQ(results[0].values->outcome, ValueCheck::Outcome::agrees) << results[0].values->reason;
+    EXPECT_EQ(results[0].values->reference, "cpu.serial, op grad") << "bias_add runs as cpu.serial: only grad is checked";
+  }
+  // The same pipeline with its gradient wrong by a constant, repeatably: deterministic, and wrong.
+  const CatalogPipeline& pl = cat.pipelines.at(0);
+  const VariantDef* ordered = Registry::global().find_variant("bias_add_grad", "cpu.ordered");
+  const VariantDef off_by_one{.op = "bias_add_grad", .name = "test.off_by_one", .backend = Backend::cpu, .role = Role::ordered,
+                              .claim = {Determinism::deterministic, ClaimSource::design, "test"},
+                              .run = [ordered](const KernelArgs& a) {
+                                ordered->run(a);
+                                a.out<float>()[0] += 1.0f;
+                              }};
+  PipelineSetting wrong = pl.settings.at(0);
+  wrong.variants.at(0) = &off_by_one;
+  PipelineHost host(2, 0);
+  const PipelineExecution e = host.run(pl, wrong, 2, nullptr);
+  ASSERT_EQ(e.result.kind, CaseExecution::Kind::ran) << e.result.detail;
+  ASSERT_TRUE(e.result.values.has_value());
+  EXPECT_EQ(e.result.values->outcome, ValueCheck::Outcome::differs);
+  EXPECT_EQ(e.result.values->reference, "cpu.serial, op grad");
+  EXPECT_EQ(e.result.values->beyond, 1);
 }
 
 TEST_F(PipelineRunTest, VerifyFindsAnEditedOrDeletedTraceRowAndMergeCarriesTheTrace) {

@@ -1,0 +1,54 @@
+// The value check of a case or of a pipeline's op (harness/core/value_check.h): its output against
+// the op's serial reference on the same inputs, computed here on the CPU where it is not at hand,
+// within what its variant is allowed; at a 16-bit output first against the op computed in f64
+// and rounded once; and no check where the rule would pass an all-zero output.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/core/catalog.h"
+#include "harness/core/value_check.h"
+#include "harness/exec/executor.h"
+
+namespace d9m {
+
+class ValueChecker {
+ public:
+  // An output the values are checked against, once computed, and the variant that computed it.
+  struct Reference {
+    std::optional<HostTensor> output;
+    std::string by;
+  };
+  // The references of one config's inputs, kept while its variants are checked.
+  struct References {
+    // The op's serial output (or kept from the reference variant's own case).
+    Reference serial;
+    // At a 16-bit output: the serial definition in f64 (f32 where the op takes no f64) on the
+    // inputs widened, rounded once to the output's dtype (accepted_wide_difference in kernels/registry.h).
+    Reference wide;
+  };
+
+  ValueChecker() = default;
+  // References are computed by d9m's CPU variants on `cpu`.
+  explicit ValueChecker(Executor& cpu) : cpu_(&cpu) {}
+
+  // `output` of variant `v` on `inputs` of `cc`; `refs` caches what was computed for these inputs.
+  // `beat` (may be empty) is called every second while a reference is computed: the watchdog's heartbeat.
+  ValueCheck check(const CatalogConfig& cc, const VariantDef& v, const std::vector<HostTensor>& inputs, References& refs,
+                   const HostTensor& output, bool on_device, const std::function<void()>& beat);
+
+ private:
+  // The serial output of `problem` on `inputs` for checking `checked`, in `slot` (computed where
+  // it is not there yet); nullptr with the reason.
+  const HostTensor* reference_for(const OpDef& op, const Problem& problem, const std::vector<HostTensor>& inputs,
+                                  const VariantDef& checked, Reference& slot, const std::function<void()>& beat,
+                                  std::string& why_not);
+  // References::wide for checking `checked`; nullptr with the reason.
+  const HostTensor* wide_reference_for(const CatalogConfig& cc, const VariantDef& checked, const std::vector<HostTensor>& inputs,
+                                       References& refs, const std::function<void()>& beat, std::string& why_not);
+  Executor* cpu_ = nullptr;
+};
+
+}  // namespace d9m
