@@ -77,6 +77,17 @@ std::optional<Claim> claim_from_json(const json& c) {
 
 }  // namespace
 
+void remove_torch_folders_of(pid_t pid) {
+  std::error_code ec;
+  const fs::path temp = fs::temp_directory_path(ec);
+  if (ec) return;
+  const std::string prefix = "d9m-torch-" + std::to_string(pid) + "-";
+  std::vector<fs::path> found;
+  for (fs::directory_iterator it(temp, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind(prefix, 0) == 0) found.push_back(it->path());
+  for (const auto& f : found) fs::remove_all(f, ec);
+}
+
 TorchExecutor::TorchExecutor(unsigned threads, double timeout_s) : threads_(threads), timeout_s_(timeout_s) {}
 
 TorchExecutor::~TorchExecutor() {
@@ -107,7 +118,7 @@ void TorchExecutor::stop() {
 void TorchExecutor::start() {
   started_ = true;
   if (dir_.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "d9m-torch-XXXXXX").string();
+    std::string tmpl = (fs::temp_directory_path() / ("d9m-torch-" + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (!::mkdtemp(tmpl.data())) fail_environment("cannot make a folder for the PyTorch worker's tensors: " + std::string(std::strerror(errno)));
     dir_ = tmpl;
   }

@@ -26,6 +26,11 @@ struct WatchdogTimeout : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The tensors a process's TorchExecutor hands its Python worker lie in a folder of its own,
+// <temp>/d9m-torch-<pid of that process>-XXXXXX, which it removes when it ends. A worker process
+// that died first (a crash, the watchdog's SIGKILL) cannot: whoever reaps it removes them.
+void remove_torch_folders_of(pid_t pid);
+
 class TorchExecutor final : public Executor {
  public:
   // timeout_s > 0: the longest wait for any answer of the worker (a trial, a prepare, its start);

@@ -20,6 +20,7 @@
 #include "harness/core/error.h"
 #include "harness/core/files.h"
 #include "harness/exec/child_wait.h"
+#include "harness/exec/torch_executor.h"
 #include "harness/exec/watchdog_deadline.h"
 
 extern char** environ;
@@ -130,7 +131,7 @@ Worker::~Worker() {
   if (to_worker_ >= 0) ::close(to_worker_);  // end of requests: the worker returns from its loop
   to_worker_ = -1;
   int st = 0;
-  if (wait_child_for(pid_, st, std::chrono::seconds(5))) pid_ = -1;  // a clean exit, else SIGKILL
+  if (wait_child_for(pid_, st, std::chrono::seconds(5))) reaped();  // a clean exit, else SIGKILL
   if (pid_ > 0) kill_and_reap();
   if (from_worker_ >= 0) ::close(from_worker_);
 }
@@ -183,14 +184,19 @@ void Worker::close_requests() {
   opt_.catalog = nullptr;  // the run's, which may be gone after this
 }
 
+void Worker::reaped() {
+  remove_torch_folders_of(pid_);  // its torch backend's tensors, where it died before removing them
+  pid_ = -1;
+}
+
 void Worker::kill_and_reap() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
     int st = 0;
     while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
+    reaped();
   }
-  pid_ = -1;
   if (to_worker_ >= 0) ::close(to_worker_);
   if (from_worker_ >= 0) ::close(from_worker_);
   to_worker_ = from_worker_ = -1;
@@ -202,7 +208,7 @@ std::string Worker::reap_reason() {
   std::string why = "closed its output but did not exit (killed)";
   if (wait_child_for(pid_, st, std::chrono::seconds(2))) {
     why = describe_wait_status(st);
-    pid_ = -1;
+    reaped();
   }
   kill_and_reap();
   return why;

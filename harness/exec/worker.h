@@ -72,6 +72,7 @@ class Worker {
 
  private:
   void kill_and_reap();
+  void reaped();  // pid_ was waited for: what it left behind is removed, and it is forgotten
   std::string reap_reason();  // why the worker ended, after it did
   WorkerOptions opt_;
   pid_t pid_ = -1;

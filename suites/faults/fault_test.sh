@@ -92,4 +92,22 @@ rc=$?
 "$FAULTY" verify --db "$T/n.sqlite" > "$T/v" 2>&1 || { cat "$T/v"; fail "verify after the in-process abort"; }
 grep -q "interrupted" "$T/v" || { cat "$T/v"; fail "the aborted run does not read as interrupted"; }
 
+# A worker that dies after a PyTorch case (its TorchExecutor made a folder for the tensors it hands
+# PyTorch, which it removes when it ends) leaves nothing in the temp folder: whoever reaps it
+# removes it. Per config the segfault kills the worker that ran the config before's torch case.
+if "${D9M_PYTHON:-python3}" -c 'import torch' 2> /dev/null; then
+  mkdir "$T/tmp"
+  TMPDIR="$T/tmp" "$FAULTY" run --catalog "$T/cat.json" --backend cpu,torch --variant 'torch.default' --variant 'test.segfault' \
+    -n 2 --timeout 60 --db "$T/t.sqlite" -q > /dev/null 2> "$T/err"
+  python3 - "$T/t.sqlite" << 'PY' || fail "the torch and segfault cases did not run as planned"
+import sqlite3, sys
+rows = dict(sqlite3.connect(sys.argv[1]).execute("SELECT c.config || '/' || c.variant, r.status FROM case_runs r JOIN cases c ON c.id = r.case_id"))
+assert rows.get("second/torch.default") == "DETERMINISTIC" and rows.get("second/test.segfault") == "ERROR", rows
+PY
+  left=$(find "$T/tmp" -maxdepth 1 -name 'd9m-torch-*')
+  [[ -z $left ]] || fail "a worker that died left its PyTorch tensors behind: $left"
+else
+  echo "no PyTorch here: the torch folder of a dead worker is not checked"
+fi
+
 exit $((failures > 0))
