@@ -287,7 +287,7 @@ bool is_outside_code(Role r);
 // serial definition run in f64 (f32 where the op takes no f64) on the same 16-bit inputs, widened
 // exactly, and rounded once to the output's dtype. accepted_difference() at 16 bits is the op's f32
 // tolerance scaled by the roundoff (x 2^16 for bf16), which reaches the output's own size where
-// many contributions meet in one sum: an all-zero output would pass it (harness/core/value_check.h
+// many contributions meet in one sum: an all-zero output would pass it (harness/exec/value_checker.h
 // then calls the check unchecked unless this rule holds). This one accepts kWideRoundoffUnits units
 // of the dtype's roundoff at max_ref (the output's own rounding, and a few intermediate ones), plus
 // f16's subnormal spacing as many times, on top of the op's rule at f32 (the accumulation, which

@@ -1,6 +1,8 @@
 #include "harness/core/value_check.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -152,6 +154,22 @@ ValueCheck ValueCheck::from_json_text(const std::string& text) {
   if (c.to_json_text() != text) throw std::invalid_argument("the value check is not in the canonical form d9m writes");
   return c;
 }
+
+namespace {
+
+// x rounded to float's 24 bits by truncation, the last bit set where that was inexact (round to
+// odd): rounding this to nearest at 11 or 8 bits is x rounded to nearest there (24 >= p + 2).
+float rounded_to_odd(double x) {
+  float f = static_cast<float>(x);
+  if (!std::isfinite(f) || static_cast<double>(f) == x) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
+}
+
+}  // namespace
+
+Half half_from_double(double x) { return half_from_float(rounded_to_odd(x)); }
+BFloat16 bfloat16_from_double(double x) { return bfloat16_from_float(rounded_to_odd(x)); }
 
 double value_at(const HostTensor& t, std::int64_t i) { return element(t, i); }
 

@@ -6,8 +6,9 @@
 // serial reference on the same inputs, within the tolerance the variant is held to
 // (kernels/registry.h accepted_difference), and a case whose values differ fails the verdict.
 // A 16-bit output is first compared with the op computed in f64 and rounded once, at a few units
-// of roundoff (accepted_wide_difference); a rule that an all-zero output would pass is no check,
-// and the case is unchecked with the reason (CaseHost::check_values, harness/exec/case_exec.cpp).
+// of roundoff (accepted_wide_difference); a rule that an all-zero output would pass (at 16 bits,
+// half the output) is no check, and the case is unchecked with the reason (ValueChecker,
+// harness/exec/value_checker.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "harness/core/inputs.h"
+#include "kernels/common/half.h"
 
 namespace d9m {
 
@@ -46,6 +48,11 @@ ValueCheck compare_values(const HostTensor& output, const HostTensor& reference,
 // One check for several runs of a case: the worst of them (differs > agrees > unchecked), the
 // largest difference among equals.
 ValueCheck combine(const std::vector<ValueCheck>& runs);
+
+// x rounded once to nearest, ties to even (through f32 rounded to odd: rounding to nearest twice
+// could miss the nearest 16-bit value by one unit).
+Half half_from_double(double x);
+BFloat16 bfloat16_from_double(double x);
 
 // Element i of a tensor as a double (16-bit floats widened exactly).
 double value_at(const HostTensor& t, std::int64_t i);

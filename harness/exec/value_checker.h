@@ -28,6 +28,7 @@ class ValueChecker {
     // At a 16-bit output: the serial definition in f64 (f32 where the op takes no f64) on the
     // inputs widened, rounded once to the output's dtype (accepted_wide_difference in kernels/registry.h).
     Reference wide;
+    std::optional<std::string> wide_unavailable;  // why the wide reference could not be computed, once tried
   };
 
   ValueChecker() = default;

@@ -63,9 +63,10 @@ inline std::string values_text(const std::optional<ValueCheck>& c) {
   if (!c) return "-";
   switch (c->outcome) {
     case ValueCheck::Outcome::agrees:
-      return "agrees (up to " + num("%.3g", c->max_abs) + "; " + num("%.3g", c->allowed) + " allowed)";
+      // The reference says which rule held: the op's own, or at 16 bits the f64 one.
+      return "agrees with " + c->reference + " (up to " + num("%.3g", c->max_abs) + "; " + num("%.3g", c->allowed) + " allowed)";
     case ValueCheck::Outcome::differs:
-      return "differs: " + std::to_string(c->beyond) + " of " + std::to_string(c->elements) + " elements beyond the " +
+      return "differs from " + c->reference + ": " + std::to_string(c->beyond) + " of " + std::to_string(c->elements) + " elements beyond the " +
              num("%.3g", c->allowed) + " allowed, up to " + num("%.3g", c->max_abs) + " (first: element " +
              std::to_string(c->first_beyond) + ")";
     case ValueCheck::Outcome::unchecked: return "unchecked: " + c->reason;
