@@ -116,7 +116,7 @@ PipelineHost::OpCheck PipelineHost::check_op(const PipelineStep& op, const Varia
   // A library may give tied maxima's gradient to another of them than the reference does (the
   // case check exempts it only where the config's fill ties them); a pipeline's own data ties
   // wherever a ReLU made a window of zeros.
-  if ((v.role == Role::vendor || v.role == Role::autotune) && op.config.op->implementation_choice) {
+  if (library_may_choose(*op.config.op, v)) {
     c.check = ValueCheck{};
     c.check->reason = "the op leaves library code a choice where maxima tie, and a pipeline's data can tie (zeros after a ReLU)";
     return c;

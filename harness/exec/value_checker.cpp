@@ -52,12 +52,15 @@ const VariantDef* serial_variant_of(const OpDef& op) {
 
 bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
 
-// The problem in the widest float dtype the op takes (f64, else f32): every tensor that had the
-// config's dtype has it.
+// The widest float dtype the op takes: f64, else f32.
+DType widest_dtype(const OpDef& op) {
+  return std::find(op.dtypes.begin(), op.dtypes.end(), DType::f64) != op.dtypes.end() ? DType::f64 : DType::f32;
+}
+
+// The problem in that dtype: every tensor that had the config's dtype has it.
 Problem widened(const OpDef& op, const Problem& p) {
   Problem wide = p;
-  const bool f64 = std::find(op.dtypes.begin(), op.dtypes.end(), DType::f64) != op.dtypes.end();
-  with_precision(wide, f64 ? DType::f64 : DType::f32, p.math);
+  with_precision(wide, widest_dtype(op), p.math);
   return wide;
 }
 
@@ -86,6 +89,11 @@ std::string number_text(double x) {
 }
 
 }  // namespace
+
+bool library_may_choose(const OpDef& op, const VariantDef& v) {
+  // PyTorch's backward reads the forward's index (bindings/python/d9m_torch): the first maximum.
+  return (v.role == Role::vendor || v.role == Role::autotune) && op.implementation_choice;
+}
 
 const HostTensor* ValueChecker::reference_for(const OpDef& op, const Problem& problem, const std::vector<HostTensor>& inputs,
                                           const VariantDef& checked, Reference& slot, const std::function<void()>& beat,
@@ -171,9 +179,7 @@ const HostTensor* ValueChecker::wide_reference_for(const CatalogConfig& cc, cons
 ValueCheck ValueChecker::check(const CatalogConfig& cc, const VariantDef& v, const std::vector<HostTensor>& inputs,
                               References& refs, const HostTensor& output, bool on_device, const std::function<void()>& beat) {
   ValueCheck c;
-  // Vendor libraries only: PyTorch's backward reads the forward's index (bindings/python/d9m_torch),
-  // and picks the first maximum as the reference does, so its values are held to the reference.
-  if ((v.role == Role::vendor || v.role == Role::autotune) && cc.op->implementation_choice) {
+  if (library_may_choose(*cc.op, v)) {
     if (auto choice = cc.op->implementation_choice(cc.problem)) {
       c.reason = "the op leaves library code a choice here: " + *choice;
       return c;
@@ -216,7 +222,7 @@ ValueCheck ValueChecker::check(const CatalogConfig& cc, const VariantDef& v, con
     const std::string dtype(dtype_short_name(output.desc().dtype));
     std::string why_not_wide;
     if (const HostTensor* wide = wide_reference_for(cc, v, inputs, refs, beat, why_not_wide)) {
-      const std::string name = refs.wide.by + " in " + std::string(dtype_short_name(widened(*cc.op, cc.problem).dtype)) + ", rounded to " + dtype;
+      const std::string name = refs.wide.by + " in " + std::string(dtype_short_name(widest_dtype(*cc.op))) + ", rounded to " + dtype;
       double max_wide = 0;
       const ValueCheck w = compare_values(output, *wide, name, [&](double m) {
         max_wide = m;

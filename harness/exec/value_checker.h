@@ -14,6 +14,11 @@
 
 namespace d9m {
 
+// Library code (vendor, autotune) on an op whose definition leaves it a choice that changes
+// values where the data ties (OpDef::implementation_choice): it may choose otherwise than the
+// reference. PyTorch picks the first maximum as the reference does, so it is held.
+bool library_may_choose(const OpDef& op, const VariantDef& v);
+
 class ValueChecker {
  public:
   // An output the values are checked against, once computed, and the variant that computed it.
