@@ -149,8 +149,7 @@ static std::optional<ValueCheck> pipeline_values(const std::vector<PipelineHost:
   if (worst && worst->outcome == ValueCheck::Outcome::differs) return worst;
   if (unchecked.empty()) return worst;
   ValueCheck u;
-  u.reference = worst ? worst->reference : "";
-  u.reason = std::to_string(checked) + " of " + std::to_string(checked + unchecked.size()) + " checked ops agree; not checked: ";
+  u.reason = "of " + std::to_string(checked + unchecked.size()) + " ops, " + std::to_string(checked) + " checked, all agreeing; not checked: ";
   for (std::size_t i = 0; i < unchecked.size(); ++i) u.reason += (i ? "; " : "") + unchecked[i];
   return u;
 }

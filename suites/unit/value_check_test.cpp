@@ -257,6 +257,37 @@ TEST(ValueCheck, WhereTheSerialSixteenBitSumDriftedBeyondItsRuleItIsNotTheJudge)
   EXPECT_NE(own.values->reason.find("the serial reference (cpu.serial, computing in bf16) is itself"), std::string::npos) << own.values->reason;
 }
 
+// Where the op's own rule is tighter than the f64 one and holds, it speaks: an exact op (bias_add,
+// tolerance 0) stays exact at bf16. And where the serial definition holds to the f64 result, a
+// 16-bit output that misses it by half its largest value is wrong, even where the op's own rule
+// is too loose to be a check (a reviewer's 1x2x2x4 bias_add_grad: allowance 20.8, largest 2.17).
+TEST(ValueCheck, SixteenBitRulesTheTighterHoldsAndAHalfSizedMissIsWrong) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "bias_add", "name": "exact", "dtype": "bf16", "params": {"n": 2, "h": 4, "w": 4, "c": 8}},
+      {"op": "bias_add_grad", "name": "short", "dtype": "bf16", "params": {"n": 1, "h": 2, "w": 2, "c": 4}}]})",
+                                    "t.json", Registry::global());
+  CaseHost host(2);
+  const CaseExecution exact =
+      host.run(CaseRequest{&cat.configs[0], Registry::global().find_variant("bias_add", "cpu.ordered"), 2, std::nullopt}, nullptr, nullptr);
+  ASSERT_TRUE(exact.values.has_value());
+  EXPECT_EQ(exact.values->outcome, ValueCheck::Outcome::agrees);
+  EXPECT_EQ(exact.values->allowed, 0.0) << exact.values->to_json_text();
+  EXPECT_EQ(exact.values->reference, "cpu.serial");
+  const VariantDef* serial = Registry::global().find_variant("bias_add_grad", "cpu.serial");
+  const VariantDef wrong{.op = "bias_add_grad", .name = "lib.one_wrong", .backend = Backend::cpu, .role = Role::vendor,
+                         .claim = {Determinism::deterministic, ClaimSource::vendor_doc, "test"},
+                         .run = [serial](const KernelArgs& a) {
+                           serial->run(a);
+                           BFloat16& x = a.out<BFloat16>()[0];
+                           x = bfloat16_from_double(to_float(x) + 1 + std::fabs(to_float(x)));
+                         }};
+  const CaseExecution r = host.run(CaseRequest{&cat.configs[1], &wrong, 2, std::nullopt}, nullptr, nullptr);
+  ASSERT_TRUE(r.values.has_value());
+  EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::differs) << r.values->to_json_text();
+  EXPECT_EQ(r.values->reference, "cpu.serial in f64, rounded to bf16");
+  EXPECT_EQ(r.values->first_beyond, 0);
+}
+
 // The wide reference is rounded once: through f32 by round-to-odd, not to nearest twice.
 TEST(ValueCheck, SixteenBitRoundingFromDoubleIsRoundedOnce) {
   EXPECT_EQ(to_float(bfloat16_from_double(1 + 0x1p-8 + 0x1p-30)), 1.0078125f) << "just above the tie: up";
