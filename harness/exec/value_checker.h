@@ -19,6 +19,12 @@ namespace d9m {
 // reference. PyTorch picks the first maximum as the reference does, so it is held.
 bool library_may_choose(const OpDef& op, const VariantDef& v);
 
+// The variants that may compute the serial reference of `problem` for checking `checked`, in the
+// order tried: `serial` and d9m's ordered CPU variants that claim its bits, never `checked`; least
+// working memory first, and of those that buffer nothing the threaded ones before `serial`.
+std::vector<const VariantDef*> reference_candidates(const OpDef& op, const VariantDef& serial, const Problem& problem,
+                                                    const VariantDef& checked);
+
 class ValueChecker {
  public:
   // An output the values are checked against, once computed, and the variant that computed it.
