@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes suites/catalog/models.json, the built-in `models` profile: the layer shapes of real
 networks, each config naming the network, layer and batch it comes from (`model`), in f32 and
-bf16. Run it after changing the shapes below; the JSON is what d9m embeds and reads.
+bf16. Run it after changing the shapes below; the JSON is what d9m embeds and reads (`make_models.py
+OUT` writes OUT instead: ctest `catalog.models_generated` checks the committed file is its output).
 
 Sources (NHWC, TensorFlow semantics, as the ops in d9m are defined):
 - ResNet-50 v1 as Keras Applications builds it (He et al. 2016; keras.applications.ResNet50):
@@ -25,6 +26,7 @@ Sources (NHWC, TensorFlow semantics, as the ops in d9m are defined):
 """
 import json
 import os
+import sys
 
 F32_BF16 = ["f32", "bf16"]
 configs = []
@@ -71,7 +73,9 @@ CONV_VARIANTS = ["cpu.*", "cuda.*", "cudnn.algo*", "cudnn.autotune"]
 # memory of the output): the bucketed cpu.ordered replays billions of buffered contributions here
 # (100 s a trial on ResNet's res5a_branch2b, against 7 s for the gather) and is certified by the
 # default profile. The GPU's sorting cuda.ordered stays: at these sizes it runs in many waves.
-BACKPROP_VARIANTS = ["cpu.serial", "cpu.atomic", "cpu.gather", "cuda.*", "cudnn.*"]
+# PyTorch's own backprops (torch.default, torch.deterministic) run at every layer: these are the
+# shapes its users train at.
+BACKPROP_VARIANTS = ["cpu.serial", "cpu.atomic", "cpu.gather", "cuda.*", "cudnn.*", "torch.*"]
 for layer, hw, ci, co, k, s, pad in RESNET_CONVS:
     p = {"n": N, "h": hw, "w": hw, "ci": ci, "co": co, "kh": k, "kw": k, "stride_h": s, "stride_w": s, "padding": pad}
     model = f"ResNet-50 {layer} ({k}x{k}/{s}, {hw}x{hw}x{ci} -> {co}), batch {N}"
@@ -169,7 +173,8 @@ catalog = {
                    "buffers would not fit the machine report UNSUPPORTED with the memory they need.",
     "configs": configs,
 }
-out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models.json")
+# The committed file by default; another path (a test compares what this writes with the committed one).
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "models.json")
 with open(out, "w") as f:
     f.write("{\n")
     f.write(f'  "schema": {json.dumps(catalog["schema"])},\n')
