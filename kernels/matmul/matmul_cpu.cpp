@@ -1,5 +1,6 @@
-// CPU variants of the matmul family: the serial reference, and split-K with the chunk sums added
-// by atomics (in the scheduler's order) or in chunk order.
+// CPU variants of the matmul family: the serial reference, the same sums on every thread
+// (cpu.gather), and split-K with the chunk sums added by atomics (in the scheduler's order) or in
+// chunk order.
 #include <atomic>
 #include <chrono>
 #include <vector>
@@ -27,6 +28,22 @@ void serial(const KernelArgs& a) {
     output_coords(g, o, e, i, j);
     out[o] = narrow<T>(partial(g, x, y, e, i, j, 0, g.k));
   }
+}
+
+// The serial sums, a task per row of the output: each output still adds its K products in
+// ascending k, so the bits are cpu.serial's on any thread count. It is also what computes the
+// serial reference of a value check at model shapes, on every core (harness/exec/value_checker.h):
+// BERT's and ViT's projections took 3 s each on one thread of this machine.
+template <class T>
+void gather(const KernelArgs& a) {
+  const auto& g = a.problem.geom<Geometry>();
+  const T* x = a.in<T>(0);
+  const T* y = a.in<T>(1);
+  T* out = a.out<T>();
+  a.exec.pool->parallel_for(static_cast<std::size_t>(g.batch * g.m), [&](std::size_t row) {
+    const std::int64_t e = static_cast<std::int64_t>(row) / g.m, i = static_cast<std::int64_t>(row) % g.m;
+    for (std::int64_t j = 0; j < g.n; ++j) out[(e * g.m + i) * g.n + j] = narrow<T>(partial(g, x, y, e, i, j, 0, g.k));
+  });
 }
 
 // Calls fn(e, i, chunk) for every row of every batch element and every chunk, (row block, chunk)
@@ -117,6 +134,12 @@ std::vector<VariantDef> variants(const std::string& op) {
   return {{.op = op, .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
            .claim = op::deterministic("one thread adds the K products of each output in ascending k"),
            .run = typed([](const KernelArgs& a, auto tag) { serial<decltype(tag)>(a); })},
+          {.op = op, .name = "cpu.gather", .backend = Backend::cpu, .role = Role::ordered,
+           .claim = op::deterministic("a task per output row, each output adding its K products in ascending k: cpu.serial's "
+                                      "bits on any thread count"),
+           .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
+           .run = typed([](const KernelArgs& a, auto tag) { gather<decltype(tag)>(a); }), .bit_equal_to = "cpu.serial",
+           .invariance = Claim{Determinism::deterministic, ClaimSource::design, "one sum over all of K per output whatever M"}},
           {.op = op, .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
            .claim = op::nondeterministic("split-K: chunk sums of 256 k added with atomic adds from worker threads in scheduler order"),
            .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },

@@ -1,7 +1,7 @@
 // Random geometries for the gather forms (cpu.gather, cuda.gather), which claim cpu.serial's
 // bits: what the catalogue's few shapes do not reach (downsampling and upsampling by odd factors,
 // align_corners, extents of 1, windows wider than their stride, dilation, SAME padding, tied
-// maxima; scatter indices sorted across the sort's chunk and range edges). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
+// maxima; scatter indices sorted across the sort's chunk and range edges; matmul's layouts). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <random>
@@ -59,6 +59,15 @@ inline std::vector<std::pair<std::string, nlohmann::json>> gather_geometries() {
     out.emplace_back("crop_and_resize_grad_image",
                      nlohmann::json{{"batch", pick(1, 3)}, {"h", pick(1, 9)}, {"w", pick(1, 9)}, {"c", pick(1, 3)}, {"boxes", pick(1, 12)},
                                     {"crop_h", pick(1, 6)}, {"crop_w", pick(1, 6)}, {"method", i % 3 == 2 ? "nearest" : "bilinear"}});
+  // matmul's gather (CPU only): extents of 1, K across the split-K variants' chunk of 256, every
+  // layout, and batched.
+  for (int i = 0; i < 20; ++i) {
+    const char* layout = i % 3 == 0 ? "NN" : i % 3 == 1 ? "TN" : "NT";
+    out.emplace_back("matmul", nlohmann::json{{"m", pick(1, 9)}, {"n", pick(1, 9)}, {"k", i % 4 == 0 ? pick(257, 700) : pick(1, 40)},
+                                              {"layout", layout}});
+    out.emplace_back("matmul_batched", nlohmann::json{{"batch", pick(1, 3)}, {"m", pick(1, 7)}, {"n", pick(1, 7)},
+                                                      {"k", pick(1, 300)}, {"layout", layout}});
+  }
   return out;
 }
 
