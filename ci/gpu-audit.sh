@@ -3,8 +3,8 @@
 # compute-sanitizer, the unit tests and fault isolation); the audit of the vendor-library families
 # at D9M_LIBRARY_TRIALS and of every other GPU case at D9M_GPU_TRIALS, with PyTorch's kernels, and
 # the pipelines; the CPU cases of the same catalogue (D9M_CPU_TRIALS) into the same store, so that
-# cross-implementation equality can be read from it; the GPU cases of the models profile (the
-# layer shapes of real networks); the PyTorch hook; the benchmarks and the peer comparison; then
+# cross-implementation equality can be read from it; the GPU and PyTorch cases of the models
+# profile (the layer shapes of real networks); the PyTorch hook; the benchmarks and the peer comparison; then
 # the reports. Everything goes under OUT (first argument, or $OUT, or out/gpu-audit):
 # d9m.sqlite, report.md, report.json, trace-diff.md, fingerprint.json, nvidia-smi.txt, bench.json,
 # log.txt.
@@ -190,16 +190,18 @@ fi
 models_trials=${D9M_MODELS_TRIALS:-20}
 models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
 if stage models && ((models_trials > 0)); then
-  # GPU cases only: the CPU references at these shapes take minutes a trial. The sort-based
-  # cuda.ordered variants of the convolution backprops get D9M_MODELS_ORDERED_TRIALS: at
-  # ResNet-50's shapes they take up to 10 s a trial on an H200 (reports/h200-2026-11-26: their 140
-  # trials took 366 of the 379 s of trials), where cuda.gather gives the same bits in milliseconds.
+  # GPU and PyTorch cases only: the CPU variants at these shapes take minutes a trial (each
+  # config's serial reference for the value check is computed once, on all cores where a variant
+  # has its bits). The sort-based cuda.ordered variants of the convolution backprops get
+  # D9M_MODELS_ORDERED_TRIALS: at ResNet-50's shapes they take up to 10 s a trial on an H200
+  # (reports/h200-2026-11-26: their 140 trials took 366 of the 379 s of trials), where cuda.gather
+  # gives the same bits in milliseconds.
   slow_ops=(conv2d_bwd_data conv2d_bwd_filter)
-  list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda
-  list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda --op "${slow_ops[@]}"
-  say "audit: models profile, GPU backend, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
-  audit --profile models --backend cuda -n "$models_trials" --op "${models_ops[@]}"
-  audit --profile models --backend cuda -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
+  list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda,torch
+  list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda,torch --op "${slow_ops[@]}"
+  say "audit: models profile, GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
+  audit --profile models --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
+  audit --profile models --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
   if ((models_ordered_trials >= 2)); then
     audit --profile models --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
   else
