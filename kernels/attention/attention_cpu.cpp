@@ -1,5 +1,6 @@
-// CPU variants of the attention family (attention.h): the serial reference of both ops, and the
-// backward with dQ's key-block partials added by atomics (scheduler order) or in block order.
+// CPU variants of the attention family (attention.h): the serial reference of both ops, the
+// backward with the serial sums on every thread (cpu.gather), and the backward with dQ's key-block
+// partials added by atomics (scheduler order) or in block order.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -23,7 +24,10 @@ void forward(const KernelArgs& a, bool serial) {
   });
 }
 
-enum class DqSum { serial, atomic, ordered };
+// How dQ is summed over the keys: in one pass per query in ascending key order (serial: on one
+// thread, as every phase; gather: a task per query row, every phase on the worker threads, the
+// same bits), or in partials over blocks of keys, added by atomics or in block order.
+enum class DqSum { serial, gather, atomic, ordered };
 
 template <class T>
 void backward(const KernelArgs& a, DqSum how) {
@@ -62,10 +66,11 @@ void backward(const KernelArgs& a, DqSum how) {
 
   // dQ.
   const A scale = static_cast<A>(g.scale);
-  if (how == DqSum::serial) {
-    for (std::int64_t r = 0; r < g.rows(); ++r)
+  if (how == DqSum::serial || how == DqSum::gather) {
+    for_each_index(*a.exec.pool, one_thread, g.rows(), [&](std::int64_t r) {
       for (std::int64_t d = 0; d < g.dim; ++d)
         out[dq_at(g, r / g.seq_q, r % g.seq_q, d)] = narrow<T>(dq_partial(g, ds.data(), k, r / g.seq_q, r % g.seq_q, d, 0, g.seq_kv) * scale);
+    });
     return;
   }
   // One task per (head, key block), as a flash-attention backward's thread blocks: the block's
@@ -104,6 +109,12 @@ std::vector<VariantDef> variants() {
           {.op = "sdpa_bwd", .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
            .claim = op::deterministic("one thread: the forward, then dV, dK and dQ each summed in ascending index"),
            .run = typed([](const KernelArgs& a, auto tag) { backward<decltype(tag)>(a, DqSum::serial); })},
+          {.op = "sdpa_bwd", .name = "cpu.gather", .backend = Backend::cpu, .role = Role::ordered,
+           .claim = op::deterministic("every phase a task per query or key row, dQ a task per query row summing over all keys "
+                                      "in ascending order: cpu.serial's bits on any thread count"),
+           .run = typed([](const KernelArgs& a, auto tag) { backward<decltype(tag)>(a, DqSum::gather); }),
+           .bit_equal_to = "cpu.serial",
+           .invariance = op::deterministic("every sum runs over one sequence's keys or queries: no row sees the batch")},
           {.op = "sdpa_bwd", .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
            .claim = op::nondeterministic("dQ's partial sums over blocks of 64 keys added with atomic adds from worker threads "
                                          "in scheduler order (a flash-attention backward's dQ)"),

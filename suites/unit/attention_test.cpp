@@ -134,6 +134,20 @@ TEST(Attention, OrderedBackwardGivesTheSameBitsOnAnyThreadCount) {
   EXPECT_LT(worst, 1e-5 * max_ref);
 }
 
+// cpu.gather runs every phase of the serial backward on the worker threads, dQ included (one task
+// per query row, all keys in ascending order): cpu.serial's bits, dQ too, on any thread count.
+TEST(Attention, GatherBackwardHasTheSerialBitsOnAnyThreadCount) {
+  for (const bool causal : {false, true})
+    for (const char* dtype : {"f32", "bf16", "f64"}) {
+      const auto cc = config("sdpa_bwd", {{"batch", 2}, {"heads", 3}, {"seq_q", 70}, {"seq_kv", 90}, {"head_dim", 8}, {"causal", causal}},
+                             dtype);
+      const auto in = make_inputs(*cc.op, cc.problem, 4);
+      const std::string serial = test::digest(run_variant("sdpa_bwd", "cpu.serial", cc.problem, in));
+      for (unsigned t : {1u, 2u, 3u, 7u})
+        EXPECT_EQ(test::digest(run_variant("sdpa_bwd", "cpu.gather", cc.problem, in, t)), serial) << dtype << " causal " << causal << " threads " << t;
+    }
+}
+
 // The half-precision rule must reject what a wrong kernel gives: the reference with its largest
 // output zeroed at f16 and bf16, or scaled by 1.05 at f16. The f32 rule scaled by the unit
 // roundoff, which this replaces, accepted both.

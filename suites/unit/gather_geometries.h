@@ -1,7 +1,8 @@
 // Random geometries for the gather forms (cpu.gather, cuda.gather), which claim cpu.serial's
 // bits: what the catalogue's few shapes do not reach (downsampling and upsampling by odd factors,
 // align_corners, extents of 1, windows wider than their stride, dilation, SAME padding, tied
-// maxima; scatter indices sorted across the sort's chunk and range edges; matmul's layouts). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
+// maxima; scatter indices sorted across the sort's chunk and range edges; matmul's layouts; attention's
+// sequences). gather_test.cpp runs them on the CPU, gpu_test.cpp on the device.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <random>
@@ -68,6 +69,12 @@ inline std::vector<std::pair<std::string, nlohmann::json>> gather_geometries() {
     out.emplace_back("matmul_batched", nlohmann::json{{"batch", pick(1, 3)}, {"m", pick(1, 7)}, {"n", pick(1, 7)},
                                                       {"k", pick(1, 300)}, {"layout", layout}});
   }
+  // sdpa_bwd's gather (CPU only): one query or key, sequences across the key block of 64, causal
+  // with more keys than queries and fewer.
+  for (int i = 0; i < 20; ++i)
+    out.emplace_back("sdpa_bwd", nlohmann::json{{"batch", pick(1, 2)}, {"heads", pick(1, 2)}, {"seq_q", i % 5 == 0 ? 1 : pick(1, 40)},
+                                                {"seq_kv", i % 5 == 1 ? 1 : pick(1, 100)}, {"head_dim", pick(1, 8)},
+                                                {"causal", i % 2 == 0}});
   return out;
 }
 

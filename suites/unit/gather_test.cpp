@@ -37,7 +37,7 @@ TEST(Gather, GatherFormsHaveTheScatterFormsBitsOnRandomGeometries) {
   EXPECT_EQ(checked, (std::map<std::string, int>{{"conv2d_bwd_data", 160}, {"conv2d_bwd_filter", 160}, {"maxpool2d_bwd", 240},
                                                  {"resize_bilinear_grad", 240}, {"resize_nearest_grad", 240},
                                                  {"scatter_add", 120}, {"scatter_nd_add", 120}, {"unsorted_segment_sum", 120},
-                                                 {"crop_and_resize_grad_image", 160}, {"matmul", 80}, {"matmul_batched", 80}}));
+                                                 {"crop_and_resize_grad_image", 160}, {"matmul", 80}, {"matmul_batched", 80}, {"sdpa_bwd", 80}}));
 }
 
 // Where float rounds a bilinear coordinate up to the extent itself (extents near 2^24), the tap
