@@ -359,6 +359,18 @@ struct MarkInterruptedOnError {
 
 }  // namespace
 
+namespace {
+
+// Whether a case of the config of cases[index] after it is still to run.
+bool config_has_pending(const std::vector<PlannedCase>& cases, std::size_t index, const std::set<std::string>& done) {
+  const CatalogConfig* cc = cases[index].config;
+  for (std::size_t i = index + 1; i < cases.size() && cases[i].config == cc; ++i)
+    if (!done.count(case_key(cc->op->name, cc->name, cases[i].variant->name))) return true;
+  return false;
+}
+
+}  // namespace
+
 RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selected, Store& store, const RunOptions& opt,
                      const std::vector<PlannedPipeline>& pipelines) {
   std::vector<PlannedCase> cases = opt.canaries ? canary_cases(selected, Registry::global(), pipelines) : std::vector<PlannedCase>{};
@@ -409,7 +421,16 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   for (std::size_t index = 0; index < cases.size() && !g_stop.load(); ++index) {
     const CatalogConfig& cc = *cases[index].config;
     const VariantDef& v = *cases[index].variant;
-    if (done.count(case_key(cc.op->name, cc.name, v.name))) continue;
+    if (done.count(case_key(cc.op->name, cc.name, v.name))) {
+      // A resumed run whose stop fell inside a config: its reference case is stored, the rest
+      // are not. The reference runs again, unstored (2 trials), so that the rest are checked
+      // against its output as in a run that never stopped, not against one computed for them.
+      if (v.role == Role::reference && config_has_pending(cases, index, done)) {
+        progress.show(static_cast<std::int64_t>(index), cc.op->name + "/" + cc.name + "/" + v.name + " (stored; again as the reference)", 0, 2);
+        if (!runner.run({&cc, &v, 2, std::nullopt}, [](std::int64_t, std::int64_t) { return !g_stop.load(); })) break;
+      }
+      continue;
+    }
     const std::string label = cc.op->name + "/" + cc.name + "/" + v.name;
     const auto at = static_cast<std::int64_t>(index);
     progress.show(at, label, 0, opt.trials);

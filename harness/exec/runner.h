@@ -39,7 +39,8 @@ struct PlannedPipeline {
   const PipelineSetting* setting;
 };
 
-// The cases a selection picks, in catalogue order. A glob that matches nothing is a usage
+// The cases a selection picks, in catalogue order, a config's reference variant first (its
+// output is the value check's reference for the rest of the config). A glob that matches nothing is a usage
 // error that lists what exists, so a typo never silently audits nothing; so is a selection
 // that picks neither a case nor a pipeline.
 std::vector<PlannedCase> plan_cases(const Catalog& cat, const Registry& reg, const Selection& sel);

@@ -93,11 +93,12 @@ std::string number_text(double x) {
 
 std::vector<const VariantDef*> reference_candidates(const OpDef& op, const VariantDef& serial, const Problem& problem,
                                                     const VariantDef& checked) {
-  // Those that buffer nothing go first (a gather formulation, each output summing its own
-  // contributions, on every thread; then the serial variant), then those that bucket every
-  // contribution, least working memory first: their time grows with their buffers. At ResNet-50's
-  // res5a_branch2b filter gradient (2 cores) the bucketed cpu.ordered took about 20 s and 0.5 GB
-  // for a reference that cpu.gather and cpu.serial compute in 0.3-0.7 s.
+  // Least declared working memory first, and at equal memory the threaded variants before the
+  // serial one (which buffers nothing): a gather that buffers nothing first, one with index lists
+  // (max-pool, scatter, crop_and_resize) after the serial variant, and those that bucket every
+  // contribution last, whose time grows with their buffers. At ResNet-50's res5a_branch2b filter
+  // gradient (2 cores) the bucketed cpu.ordered took about 20 s and 0.5 GB for a reference that
+  // cpu.gather and cpu.serial compute in 0.3-0.7 s.
   struct Candidate {
     std::uint64_t bytes;
     bool serial;

@@ -460,6 +460,45 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
       << "config b was skipped as if it were a";
 }
 
+// A run stopped inside a config, after its cpu.serial case was stored: the resumed run runs that
+// case again, unstored, so the rest of the config are checked against its output as in a run
+// that never stopped (before, against a reference cpu.gather computed for them: other evidence).
+TEST_F(StoreReliabilityTest, AResumedRunChecksTheRestOfAConfigAgainstTheReferenceCaseAsAnUnstoppedRunDoes) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "conv2d_bwd_filter", "name": "f", "params": {"n": 2, "h": 9, "w": 9, "ci": 3, "co": 4, "kh": 3, "kw": 3},
+       "variants": ["cpu.serial", "cpu.atomic", "cpu.gather"]}]})",
+                                    "stop.json", Registry::global());
+  const auto cases = plan_cases(cat, Registry::global(), Selection{});
+  ASSERT_EQ(cases.size(), 3u);
+  ASSERT_EQ(cases[0].variant->name, "cpu.serial") << "the reference runs first in its config";
+  RunOptions opt;
+  opt.trials = 2;
+  opt.canaries = false;
+  const std::string p = path("s.sqlite");
+  {
+    // An interrupted run of this plan that stored the serial case only.
+    Store s = Store::open(p, Store::Mode::read_write);
+    RunSummary r = run_audit(cat, {cases[0]}, s, opt);
+    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
+    s.begin_run(collect_fingerprint(probe_gpus()), info);
+    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
+                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
+                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
+  }  // "dies"
+  Store s = Store::open(p, Store::Mode::read_write);
+  opt.resume = true;
+  const RunSummary r = run_audit(cat, cases, s, opt);
+  ASSERT_EQ(r.resumed_cases, 1);
+  int checked = 0;
+  for (const auto& res : load_report_data(s, r.run_id).results) {
+    if (res.role == Role::reference) continue;
+    ASSERT_TRUE(res.values.has_value()) << res.variant;
+    EXPECT_EQ(res.values->reference, "cpu.serial") << res.variant << ": " << res.values->reason;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // A full disk in the middle of a run (SQLite's max_page_count stands in for it): the case that
 // did not fit is an environment error naming the problem, nothing half-written stays, every
 // earlier case and its chain verify, and the run can be resumed once there is room.
