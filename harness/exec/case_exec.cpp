@@ -123,8 +123,7 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     if (req.save_outputs && complete) save_output(*req.save_outputs, cc, v, out.first_output->data());
     if (cc.batch && complete) r.invariance = batch_invariance(ex, v, *cc.batch, prep.inputs, *out.first_output);
     if (complete && v.role == Role::reference) {
-      prep.references.serial.output = std::move(*out.first_output);  // the values every other variant is checked against
-      prep.references.serial.by = v.name;
+      prep.references.serial_case = {std::move(*out.first_output), v.name, ""};  // the values every other variant is checked against
     } else if (complete) {
       // The last trial's report again, every second while a reference is computed, as a
       // heartbeat: the watchdog waits for the next trial, and a serial run at model shapes may

@@ -400,13 +400,14 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   RunSummary summary;
   summary.fingerprint_id = fp.id;
   // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
-  std::set<std::string> done;
+  std::set<std::string> done, ran;  // stored cases, and those of them that ran all their trials
   std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info, &summary.resume_busy) : std::nullopt;
   if (resumed) {
     summary.run_id = resumed->id;
     summary.resumes = resumed->resumes;
     for (const auto& sc : resumed->done) {
       done.insert(case_key(sc.op, sc.config, sc.variant));
+      if (sc.cr.status == Status::deterministic || sc.cr.status == Status::nondeterministic) ran.insert(case_key(sc.op, sc.config, sc.variant));
       ++summary.cases;
       ++summary.resumed_cases;
       ++summary.by_status[static_cast<int>(sc.cr.status)];
@@ -423,11 +424,20 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
     const VariantDef& v = *cases[index].variant;
     if (done.count(case_key(cc.op->name, cc.name, v.name))) {
       // A resumed run whose stop fell inside a config: its reference case is stored, the rest
-      // are not. The reference runs again, unstored (2 trials), so that the rest are checked
-      // against its output as in a run that never stopped, not against one computed for them.
-      if (v.role == Role::reference && config_has_pending(cases, index, done)) {
-        progress.show(static_cast<std::int64_t>(index), cc.op->name + "/" + cc.name + "/" + v.name + " (stored; again as the reference)", 0, 2);
-        if (!runner.run({&cc, &v, 2, std::nullopt}, [](std::int64_t, std::int64_t) { return !g_stop.load(); })) break;
+      // are not. Where it had run, it runs again, unstored (2 trials), so that the rest are
+      // checked against its output as in a run that never stopped, not against one computed for
+      // them; it also saves the config's inputs where --save-outputs asks (the first request of
+      // a config does).
+      const std::string key = case_key(cc.op->name, cc.name, v.name);
+      if (v.role == Role::reference && ran.count(key) && config_has_pending(cases, index, done)) {
+        const std::string label = cc.op->name + "/" + cc.name + "/" + v.name + " (stored; again as the reference)";
+        const auto at = static_cast<std::int64_t>(index);
+        progress.show(at, label, 0, 2);
+        if (!runner.run({&cc, &v, 2, opt.save_outputs}, [&](std::int64_t trials_done, std::int64_t total) {
+              progress.show(at, label, trials_done, total);
+              return !g_stop.load();
+            }))
+          break;
       }
       continue;
     }

@@ -123,79 +123,51 @@ bool library_may_choose(const OpDef& op, const VariantDef& v) {
   return (v.role == Role::vendor || v.role == Role::autotune) && op.implementation_choice;
 }
 
-const HostTensor* ValueChecker::reference_for(const OpDef& op, const Problem& problem, const std::vector<HostTensor>& inputs,
-                                          const VariantDef& checked, Reference& slot, const std::function<void()>& beat,
-                                          std::string& why_not) {
+const ValueChecker::Reference* ValueChecker::reference_for(const OpDef& op, const Problem& problem, const VariantDef& checked,
+                                                          std::vector<Reference>& kept,
+                                                          const std::function<const std::vector<HostTensor>&()>& inputs,
+                                                          const std::function<HostTensor(HostTensor)>& keep_as,
+                                                          const std::function<void()>& beat, std::string& why_not) {
   const VariantDef* serial = serial_variant_of(op);
   if (!serial) {
     why_not = "the op has no serial reference";
     return nullptr;
   }
-  // A reference computed by another variant than the one checked is used as it is.
-  if (slot.output && (slot.by == serial->name || slot.by != checked.name)) return &*slot.output;
   // The serial reference runs on one thread by definition; an ordered CPU variant that claims its
   // bits gives them on every thread (the unit tests hold it to that claim, and the report checks
   // it wherever both ran), so it may compute the reference faster at model shapes: never for
   // itself, and in the order of reference_candidates, the next where one cannot take the config.
-  const std::vector<const VariantDef*> candidates = reference_candidates(op, *serial, problem, checked);
-  Executor& cpu = *cpu_;
-  slot.output.reset();
-  for (const VariantDef* by : candidates) {
+  for (const VariantDef* by : reference_candidates(op, *serial, problem, checked)) {
     const std::string who = "the reference (" + by->name + ")";
+    const auto known = std::find_if(kept.begin(), kept.end(), [&](const Reference& r) { return r.by == by->name; });
+    if (known != kept.end()) {
+      if (known->output) return &*known;
+      why_not += (why_not.empty() ? "" : "; ") + known->why_not;
+      continue;
+    }
+    std::string failed;
     if (auto why = by->unsupported ? by->unsupported(problem) : std::nullopt) {
-      why_not += (why_not.empty() ? "" : "; ") + who + " does not take this config: " + *why;
-      continue;
+      failed = who + " does not take this config: " + *why;
+    } else if (auto too_big = memory_refusal(*cpu_, *by, problem)) {
+      failed = who + " " + *too_big;
+    } else {
+      try {
+        const Heartbeat beating(beat);
+        HostTensor out = cpu_->run_once(*by, problem, inputs());
+        kept.push_back({keep_as ? keep_as(std::move(out)) : std::move(out), by->name, ""});
+        return &kept.back();
+      } catch (const Error&) {
+        throw;
+      } catch (const std::bad_alloc&) {
+        failed = who + " could not be allocated";
+      } catch (const std::exception& e) {
+        failed = who + " could not run: " + e.what();
+      }
     }
-    if (auto too_big = memory_refusal(cpu, *by, problem)) {
-      why_not += (why_not.empty() ? "" : "; ") + who + " " + *too_big;
-      continue;
-    }
-    try {
-      const Heartbeat beating(beat);
-      slot.output = cpu.run_once(*by, problem, inputs);
-      slot.by = by->name;
-      return &*slot.output;
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      why_not += (why_not.empty() ? "" : "; ") + who + " could not run: " + e.what();
-    }
+    kept.push_back({std::nullopt, by->name, failed});
+    why_not += (why_not.empty() ? "" : "; ") + failed;
   }
   return nullptr;
-}
-
-const HostTensor* ValueChecker::wide_reference_for(const CatalogConfig& cc, const VariantDef& checked,
-                                                   const std::vector<HostTensor>& inputs, References& refs,
-                                                   const std::function<void()>& beat, std::string& why_not) {
-  const VariantDef* serial = serial_variant_of(*cc.op);
-  if (refs.wide.output && serial && (refs.wide.by == serial->name || refs.wide.by != checked.name)) return &*refs.wide.output;
-  if (refs.wide_unavailable) {
-    why_not = *refs.wide_unavailable;
-    return nullptr;
-  }
-  const Problem wide = widened(*cc.op, cc.problem);
-  // Refused before the widened copies are made where they would not fit, and an allocation that
-  // fails costs the check, never the case's trials.
-  if (auto too_big = serial ? memory_refusal(*cpu_, *serial, wide) : std::nullopt) {
-    refs.wide_unavailable = why_not = "the widened inputs " + *too_big;
-    return nullptr;
-  }
-  try {
-    std::vector<HostTensor> widened_inputs;
-    for (std::size_t i = 0; i < inputs.size(); ++i) widened_inputs.push_back(converted(inputs[i], wide.inputs[i]));
-    Reference computed;
-    const HostTensor* out = reference_for(*cc.op, wide, widened_inputs, checked, computed, beat, why_not);
-    if (!out) {
-      refs.wide_unavailable = why_not;
-      return nullptr;
-    }
-    refs.wide.output = converted(*out, cc.problem.output);
-    refs.wide.by = computed.by;
-  } catch (const std::bad_alloc&) {
-    refs.wide_unavailable = why_not = "the widened inputs could not be allocated";
-    return nullptr;
-  }
-  return &*refs.wide.output;
 }
 
 ValueCheck ValueChecker::check(const CatalogConfig& cc, const VariantDef& v, const std::vector<HostTensor>& inputs,
@@ -208,13 +180,17 @@ ValueCheck ValueChecker::check(const CatalogConfig& cc, const VariantDef& v, con
     }
   }
   std::string why_not;
-  const HostTensor* ref = reference_for(*cc.op, cc.problem, inputs, v, refs.serial, beat, why_not);
-  if (!ref) {
+  const Reference* serial_ref = refs.serial_case.output
+                                    ? &refs.serial_case
+                                    : reference_for(*cc.op, cc.problem, v, refs.serial, [&]() -> const std::vector<HostTensor>& { return inputs; },
+                                                    nullptr, beat, why_not);
+  if (!serial_ref) {
     c.reason = why_not;
     return c;
   }
+  const HostTensor* ref = &*serial_ref->output;
   double max_ref = 0;
-  c = compare_values(output, *ref, refs.serial.by, [&](double m) {
+  c = compare_values(output, *ref, serial_ref->by, [&](double m) {
     max_ref = m;
     return accepted_difference(*cc.op, cc.problem, v, m, on_device);
   });
@@ -243,8 +219,24 @@ ValueCheck ValueChecker::check(const CatalogConfig& cc, const VariantDef& v, con
     // be called wrong), and the case is unchecked unless the f64 rule holds.
     const std::string dtype(dtype_short_name(output.desc().dtype));
     std::string why_not_wide;
-    if (const HostTensor* wide = wide_reference_for(cc, v, inputs, refs, beat, why_not_wide)) {
-      const std::string name = refs.wide.by + " in " + std::string(dtype_short_name(widest_dtype(*cc.op))) + ", rounded to " + dtype;
+    const Problem wide_problem = widened(*cc.op, cc.problem);
+    // The widened copies are made only where a reference is computed; an allocation that fails
+    // costs the check, never the case's trials (the candidates refuse what would not fit first).
+    std::optional<std::vector<HostTensor>> widened_inputs;
+    const Reference* wide_ref = reference_for(
+        *cc.op, wide_problem, v, refs.wide,
+        [&]() -> const std::vector<HostTensor>& {
+          if (!widened_inputs) {
+            std::vector<HostTensor> all;
+            for (std::size_t i = 0; i < inputs.size(); ++i) all.push_back(converted(inputs[i], wide_problem.inputs[i]));
+            widened_inputs = std::move(all);
+          }
+          return *widened_inputs;
+        },
+        [&](HostTensor out) { return converted(out, cc.problem.output); }, beat, why_not_wide);
+    if (wide_ref) {
+      const HostTensor* wide = &*wide_ref->output;
+      const std::string name = wide_ref->by + " in " + std::string(dtype_short_name(widest_dtype(*cc.op))) + ", rounded to " + dtype;
       double max_wide = 0;
       const ValueCheck w = compare_values(output, *wide, name, [&](double m) {
         max_wide = m;

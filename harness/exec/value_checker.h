@@ -27,19 +27,24 @@ std::vector<const VariantDef*> reference_candidates(const OpDef& op, const Varia
 
 class ValueChecker {
  public:
-  // An output the values are checked against, once computed, and the variant that computed it.
+  // An output the values are checked against, and the variant that computed it (or why that
+  // variant could not: `output` empty).
   struct Reference {
     std::optional<HostTensor> output;
     std::string by;
+    std::string why_not;
   };
-  // The references of one config's inputs, kept while its variants are checked.
+  // The references of one config's inputs, kept while its variants are checked. Each computed one
+  // is kept by the variant that computed it, so that a variant is checked against the same
+  // computation whatever order the checks come in (a resumed run's order differs).
   struct References {
-    // The op's serial output (or kept from the reference variant's own case).
-    Reference serial;
+    // The serial variant's own case output, where its case ran in this config (first, as planned).
+    Reference serial_case;
+    // The op's serial definition, computed for checks where serial_case is not at hand.
+    std::vector<Reference> serial;
     // At a 16-bit output: the serial definition in f64 (f32 where the op takes no f64) on the
     // inputs widened, rounded once to the output's dtype (accepted_wide_difference in kernels/registry.h).
-    Reference wide;
-    std::optional<std::string> wide_unavailable;  // why the wide reference could not be computed, once tried
+    std::vector<Reference> wide;
   };
 
   ValueChecker() = default;
@@ -52,14 +57,13 @@ class ValueChecker {
                    const HostTensor& output, bool on_device, const std::function<void()>& beat);
 
  private:
-  // The serial output of `problem` on `inputs` for checking `checked`, in `slot` (computed where
-  // it is not there yet); nullptr with the reason.
-  const HostTensor* reference_for(const OpDef& op, const Problem& problem, const std::vector<HostTensor>& inputs,
-                                  const VariantDef& checked, Reference& slot, const std::function<void()>& beat,
-                                  std::string& why_not);
-  // References::wide for checking `checked`; nullptr with the reason.
-  const HostTensor* wide_reference_for(const CatalogConfig& cc, const VariantDef& checked, const std::vector<HostTensor>& inputs,
-                                       References& refs, const std::function<void()>& beat, std::string& why_not);
+  // The reference of `problem` for checking `checked`: the first of reference_candidates that can
+  // compute it, kept in `kept` (computed with `inputs()` where it is not there yet, stored as
+  // `keep_as` makes it); nullptr with the reason.
+  const Reference* reference_for(const OpDef& op, const Problem& problem, const VariantDef& checked, std::vector<Reference>& kept,
+                                 const std::function<const std::vector<HostTensor>&()>& inputs,
+                                 const std::function<HostTensor(HostTensor)>& keep_as, const std::function<void()>& beat,
+                                 std::string& why_not);
   Executor* cpu_ = nullptr;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "harness/store/merge.h"
 #include "harness/core/catalog.h"
 #include "harness/core/fingerprint.h"
+#include "harness/report/format.h"
 #include "harness/report/report.h"
 #include "harness/report/results.h"
 #include "harness/exec/runner.h"
@@ -55,6 +57,19 @@ class StoreReliabilityTest : public test::ScratchDirTest {
   static std::int64_t count(const Store& s, const std::string& sql) {
     sql::Statement st(s.db(), sql);
     return st.step() ? st.integer(0) : -1;
+  }
+
+  // Leaves in the store at `p` a run of `plan` that was stopped after storing the cases `stored`
+  // (their rows copied from a complete run of them alone), as a killed `d9m run` leaves it.
+  static void store_stopped_run(const std::string& p, const Catalog& cat, const std::vector<PlannedCase>& plan,
+                                const std::vector<PlannedCase>& stored, const RunOptions& opt) {
+    Store s = Store::open(p, Store::Mode::read_write);
+    const RunSummary r = run_audit(cat, stored, s, opt);
+    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, opt.trials, 1, plan_digest(plan, opt.trials, 1)};
+    s.begin_run(collect_fingerprint(probe_gpus()), info);
+    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
+                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
+                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
   }
 };
 
@@ -437,17 +452,7 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
   opt.trials = 2;
   opt.canaries = false;
   const std::string p = path("s.sqlite");
-  {
-    // An interrupted run of this plan that stored case "a" only.
-    Store s = Store::open(p, Store::Mode::read_write);
-    const std::vector<PlannedCase> first = {cases[0]};
-    RunSummary r = run_audit(cat, first, s, opt);  // a complete run of "a" alone, to copy its rows from
-    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
-    s.begin_run(collect_fingerprint(probe_gpus()), info);
-    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
-                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
-                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
-  }  // "dies"
+  store_stopped_run(p, cat, cases, {cases[0]}, opt);  // stored case "a" only
   Store s = Store::open(p, Store::Mode::read_write);
   opt.resume = true;
   const RunSummary r = run_audit(cat, cases, s, opt);
@@ -460,43 +465,52 @@ TEST_F(StoreReliabilityTest, ResumingRunsTheCasesOfConfigsThatShareTheirParamete
       << "config b was skipped as if it were a";
 }
 
-// A run stopped inside a config, after its cpu.serial case was stored: the resumed run runs that
-// case again, unstored, so the rest of the config are checked against its output as in a run
-// that never stopped (before, against a reference cpu.gather computed for them: other evidence).
-TEST_F(StoreReliabilityTest, AResumedRunChecksTheRestOfAConfigAgainstTheReferenceCaseAsAnUnstoppedRunDoes) {
+// A run stopped inside a config, after its cpu.serial case was stored, resumes with the same
+// evidence as a run that never stopped, wherever it stopped: the stored serial case runs again,
+// unstored, so the rest are checked against its output (before: against a reference cpu.gather
+// computed for them), and each check's computed reference (at bf16, the one in f64) is the one
+// the order of an unstopped run gives. With --save-outputs the config's inputs and every output
+// are written (the reference's run again saves the inputs, as the first request of a config does).
+TEST_F(StoreReliabilityTest, AResumedRunHasTheEvidenceOfARunThatNeverStoppedWhereverItStopped) {
   const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
-      {"op": "conv2d_bwd_filter", "name": "f", "params": {"n": 2, "h": 9, "w": 9, "ci": 3, "co": 4, "kh": 3, "kw": 3},
-       "variants": ["cpu.serial", "cpu.atomic", "cpu.gather"]}]})",
+      {"op": "conv2d_bwd_filter", "name": "f", "params": {"n": 2, "h": 9, "w": 9, "ci": 3, "co": 4, "kh": 3, "kw": 3}},
+      {"op": "conv2d_bwd_filter", "name": "fb", "dtype": "bf16", "params": {"n": 2, "h": 9, "w": 9, "ci": 3, "co": 4, "kh": 3, "kw": 3}}]})",
                                     "stop.json", Registry::global());
   const auto cases = plan_cases(cat, Registry::global(), Selection{});
-  ASSERT_EQ(cases.size(), 3u);
+  ASSERT_EQ(cases.size(), 8u);
   ASSERT_EQ(cases[0].variant->name, "cpu.serial") << "the reference runs first in its config";
   RunOptions opt;
   opt.trials = 2;
   opt.canaries = false;
-  const std::string p = path("s.sqlite");
+  auto values_of = [](const Store& s, const std::string& run) {
+    std::map<std::string, std::string> out;
+    for (const auto& r : load_report_data(s, run).results) out[r.config + "/" + r.variant] = format::values_text(r.values);
+    return out;
+  };
+  std::map<std::string, std::string> unstopped;
   {
-    // An interrupted run of this plan that stored the serial case only.
-    Store s = Store::open(p, Store::Mode::read_write);
-    RunSummary r = run_audit(cat, {cases[0]}, s, opt);
-    RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, 2, 1, plan_digest(cases, 2, 1)};
-    s.begin_run(collect_fingerprint(probe_gpus()), info);
-    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
-                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
-                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
-  }  // "dies"
-  Store s = Store::open(p, Store::Mode::read_write);
-  opt.resume = true;
-  const RunSummary r = run_audit(cat, cases, s, opt);
-  ASSERT_EQ(r.resumed_cases, 1);
-  int checked = 0;
-  for (const auto& res : load_report_data(s, r.run_id).results) {
-    if (res.role == Role::reference) continue;
-    ASSERT_TRUE(res.values.has_value()) << res.variant;
-    EXPECT_EQ(res.values->reference, "cpu.serial") << res.variant << ": " << res.values->reason;
-    ++checked;
+    Store s = Store::open(path("full.sqlite"), Store::Mode::read_write);
+    unstopped = values_of(s, run_audit(cat, cases, s, opt).run_id);
   }
-  EXPECT_EQ(checked, 2);
+  EXPECT_EQ(unstopped.at("f/cpu.atomic").find("agrees with cpu.serial ("), 0u) << unstopped.at("f/cpu.atomic");
+  for (std::size_t stored = 1; stored < cases.size(); ++stored) {
+    SCOPED_TRACE("stopped after " + std::to_string(stored) + " cases");
+    const std::string p = path("s" + std::to_string(stored) + ".sqlite");
+    store_stopped_run(p, cat, cases, std::vector<PlannedCase>(cases.begin(), cases.begin() + static_cast<std::ptrdiff_t>(stored)), opt);
+    Store s = Store::open(p, Store::Mode::read_write);
+    RunOptions resume = opt;
+    resume.resume = true;
+    const std::string outputs = path("outputs" + std::to_string(stored));
+    resume.save_outputs = outputs;
+    const RunSummary r = run_audit(cat, cases, s, resume);
+    ASSERT_EQ(r.resumed_cases, static_cast<std::int64_t>(stored));
+    EXPECT_EQ(values_of(s, r.run_id), unstopped);
+    for (std::size_t i = stored; i < cases.size(); ++i) {
+      const std::string dir = outputs + "/conv2d_bwd_filter/" + cases[i].config->name;
+      EXPECT_TRUE(fs::exists(dir + "/" + cases[i].variant->name + ".npy")) << dir << "/" << cases[i].variant->name;
+      EXPECT_TRUE(fs::exists(dir + "/inputs")) << dir;
+    }
+  }
 }
 
 // A full disk in the middle of a run (SQLite's max_page_count stands in for it): the case that
