@@ -7,6 +7,7 @@
 
 #include "kernels/common/float_dispatch.h"
 #include "kernels/common/op_helpers.h"
+#include "kernels/common/parallel.h"
 #include "kernels/common/thread_pool.h"
 #include "kernels/matmul/matmul.h"
 
@@ -17,31 +18,19 @@ namespace {
 // are in flight at once on different threads.
 constexpr std::int64_t kRowsPerTask = 4;
 
+// Each output adds its K products in ascending k, a row of the output at a time: in order on the
+// calling thread (cpu.serial), or a task per row on the pool (cpu.gather), the same bits on any
+// thread count. The gather is also what computes the serial reference of a value check at model
+// shapes, on every core (harness/exec/value_checker.h): BERT's and ViT's projections took 3 s each
+// on one thread of this machine.
 template <class T>
-void serial(const KernelArgs& a) {
+void by_rows(const KernelArgs& a, bool one_thread) {
   const auto& g = a.problem.geom<Geometry>();
   const T* x = a.in<T>(0);
   const T* y = a.in<T>(1);
   T* out = a.out<T>();
-  for (std::int64_t o = 0; o < g.outputs(); ++o) {
-    std::int64_t e, i, j;
-    output_coords(g, o, e, i, j);
-    out[o] = narrow<T>(partial(g, x, y, e, i, j, 0, g.k));
-  }
-}
-
-// The serial sums, a task per row of the output: each output still adds its K products in
-// ascending k, so the bits are cpu.serial's on any thread count. It is also what computes the
-// serial reference of a value check at model shapes, on every core (harness/exec/value_checker.h):
-// BERT's and ViT's projections took 3 s each on one thread of this machine.
-template <class T>
-void gather(const KernelArgs& a) {
-  const auto& g = a.problem.geom<Geometry>();
-  const T* x = a.in<T>(0);
-  const T* y = a.in<T>(1);
-  T* out = a.out<T>();
-  a.exec.pool->parallel_for(static_cast<std::size_t>(g.batch * g.m), [&](std::size_t row) {
-    const std::int64_t e = static_cast<std::int64_t>(row) / g.m, i = static_cast<std::int64_t>(row) % g.m;
+  for_each_index(*a.exec.pool, one_thread, g.batch * g.m, [&](std::int64_t row) {
+    const std::int64_t e = row / g.m, i = row % g.m;
     for (std::int64_t j = 0; j < g.n; ++j) out[(e * g.m + i) * g.n + j] = narrow<T>(partial(g, x, y, e, i, j, 0, g.k));
   });
 }
@@ -133,12 +122,12 @@ void autotune(const KernelArgs& a) {
 std::vector<VariantDef> variants(const std::string& op) {
   return {{.op = op, .name = "cpu.serial", .backend = Backend::cpu, .role = Role::reference,
            .claim = op::deterministic("one thread adds the K products of each output in ascending k"),
-           .run = typed([](const KernelArgs& a, auto tag) { serial<decltype(tag)>(a); })},
+           .run = typed([](const KernelArgs& a, auto tag) { by_rows<decltype(tag)>(a, true); })},
           {.op = op, .name = "cpu.gather", .backend = Backend::cpu, .role = Role::ordered,
            .claim = op::deterministic("a task per output row, each output adding its K products in ascending k: cpu.serial's "
                                       "bits on any thread count"),
            .unsupported = [](const Problem& p) { return own_kernels_support(p.math); },
-           .run = typed([](const KernelArgs& a, auto tag) { gather<decltype(tag)>(a); }), .bit_equal_to = "cpu.serial",
+           .run = typed([](const KernelArgs& a, auto tag) { by_rows<decltype(tag)>(a, false); }), .bit_equal_to = "cpu.serial",
            .invariance = Claim{Determinism::deterministic, ClaimSource::design, "one sum over all of K per output whatever M"}},
           {.op = op, .name = "cpu.atomic", .backend = Backend::cpu, .role = Role::atomic,
            .claim = op::nondeterministic("split-K: chunk sums of 256 k added with atomic adds from worker threads in scheduler order"),
