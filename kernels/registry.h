@@ -209,6 +209,11 @@ struct KernelArgs {
   // Where an autotuning variant names what it chose in this trial (say "algo1"), so the store
   // keeps it beside the trial's digest and the report shows how often the choice changed.
   std::string* choice = nullptr;
+  // Set where the variant is to run a choice it named before (chose) instead of searching again:
+  // a framework searches once per process and shape and keeps the winner for every later call
+  // (a pipeline's later steps, harness/exec/pipeline_exec.h). The variant runs that choice and
+  // names it again; text it never names is a logic error.
+  const std::string* replay = nullptr;
 
   void chose(std::string what) const {
     if (choice) *choice = std::move(what);

@@ -52,10 +52,15 @@ class CpuExecutor final : public Executor {
     return outcome;
   }
 
-  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override {
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
+                      OnceChoice* choice = nullptr) override {
     const ExecContext exec{&pool_, nullptr};
     KernelArgs args{p, {}, nullptr, exec};
     for (const auto& t : inputs) args.inputs.push_back(t.data());
+    if (choice) {
+      args.choice = &choice->made;
+      if (!choice->replay.empty()) args.replay = &choice->replay;
+    }
     Prepared prepared;
     if (v.prepare) prepared = v.prepare(p, exec);
     args.state = prepared.state.get();

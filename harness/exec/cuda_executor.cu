@@ -107,7 +107,8 @@ class CudaExecutor final : public Executor {
     return noting_loss([&] { return run_trials(v, p, inputs, trials, keep_first_output, after_trial); });
   }
 
-  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override {
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
+                      OnceChoice* choice = nullptr) override {
     return noting_loss([&] {
       D9M_CUDA_CHECK(cudaSetDevice(0));
       Stream stream;
@@ -115,6 +116,10 @@ class CudaExecutor final : public Executor {
       const ExecContext exec{nullptr, stream.s};
       KernelArgs args{p, {}, nullptr, exec};
       upload(inputs, stream.s, device_inputs, args);
+      if (choice) {
+        args.choice = &choice->made;
+        if (!choice->replay.empty()) args.replay = &choice->replay;
+      }
       Prepared prepared;
       if (v.prepare) prepared = v.prepare(p, exec);
       args.state = prepared.state.get();

@@ -15,7 +15,7 @@ class NoCudaExecutor final : public Executor {
                   const TrialCallback&) override {
     return {};
   }
-  HostTensor run_once(const VariantDef&, const Problem&, const std::vector<HostTensor>&) override {
+  HostTensor run_once(const VariantDef&, const Problem&, const std::vector<HostTensor>&, OnceChoice* = nullptr) override {
     throw std::logic_error("CUDA run on a build without CUDA");  // unavailable() keeps any case from getting here
   }
   std::string memory_name() const override { return "device memory"; }

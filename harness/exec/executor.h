@@ -31,6 +31,13 @@ struct CaseOutcome {
   std::optional<HostTensor> first_output;  // kept when the caller asks (for --save-outputs)
 };
 
+// An autotuning variant's choice across calls of Executor::run_once: what a call chose, and a
+// choice made before for it to run again without searching (KernelArgs::replay).
+struct OnceChoice {
+  std::string replay;  // empty: search, as in a new process
+  std::string made;    // what the call chose; empty where the variant chooses nothing
+};
+
 // Called after each trial with (trials done, trials total); returning false stops the case.
 using TrialCallback = std::function<bool(std::int64_t, std::int64_t)>;
 
@@ -41,9 +48,12 @@ class Executor {
   virtual std::optional<std::string> unavailable() const = 0;
   virtual CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
                           std::int64_t trials, bool keep_first_output, const TrialCallback& after_trial) = 0;
-  // One untimed run of `v` on `p` (a sub-batch, for batch invariance): its output, on the host.
+  // One untimed run of `v` on `p` (a sub-batch, for batch invariance; a pipeline's op): its
+  // output, on the host. Where `choice` is given, an autotuning variant says there what it chose
+  // (KernelArgs::chose) and runs `choice->replay` instead of searching where that is not empty.
   // Throws Unsupported where prepare() does, and what the backend throws.
-  virtual HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) = 0;
+  virtual HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
+                              OnceChoice* choice = nullptr) = 0;
   // After a sticky error the device (its context) is unusable for the rest of this process.
   virtual bool device_lost() const { return false; }
   // The memory cases of this backend draw on: its name in messages ("host memory", "device

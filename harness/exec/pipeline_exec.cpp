@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
@@ -227,6 +228,11 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
       std::vector<Value> state;
       for (const auto& v : initial) state.push_back({copy_as(v.tensor.desc(), v.tensor), v.digest});
       std::int64_t elapsed = 0;
+      // An autotuning op searches at its first call in the trial and keeps the winner for every
+      // later call of its variant on the same shape, as a framework does within one process (a
+      // trial is a fresh training run); the trial's choice names each search's winner.
+      std::map<std::string, std::string> chosen;
+      std::string trial_choice;
       for (std::int64_t step = 0; step < pl.steps; ++step) {
         std::map<std::string, Value> scratch;  // what this step's ops wrote (state excepted)
         for (std::size_t k = 0; k < ops; ++k) {
@@ -247,9 +253,20 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
             inputs.push_back(copy_as(op.config.problem.inputs[i], val->tensor));
             input_digests.push_back(val->digest);
           }
+          const std::string shape = v.name + "\n" + op.config.op->name + "\n" + op.config.params_json.dump() + "\n" +
+                                    std::string(dtype_name(op.config.dtype)) + "\n" + op.config.math;
+          OnceChoice choice;
+          if (const auto c = chosen.find(shape); c != chosen.end()) choice.replay = c->second;
           const auto start = std::chrono::steady_clock::now();
-          HostTensor result = executor(v.backend).run_once(v, op.config.problem, inputs);
+          HostTensor result = executor(v.backend).run_once(v, op.config.problem, inputs, &choice);
           elapsed += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+          if (!choice.replay.empty() && choice.made != choice.replay)
+            throw std::logic_error("op " + op.name + " (" + op.config.op->name + " " + v.name + ") was told to run its choice " +
+                                   choice.replay + " again and named " + (choice.made.empty() ? "none" : choice.made));
+          if (choice.replay.empty() && !choice.made.empty()) {
+            chosen.emplace(shape, choice.made);
+            trial_choice += (trial_choice.empty() ? "" : ", ") + op.name + ": " + choice.made;
+          }
           if (trial == 0 && step == 0) op_checks.push_back(check_op(op, v, inputs, result));
           TraceRecord row{trial, step, static_cast<std::int64_t>(k), op.name, op.config.op->name, v.name, json_text(input_digests),
                           digest_of(result), std::nullopt};
@@ -275,6 +292,7 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
       }
       TrialResult t;
       t.elapsed_ns = elapsed;
+      t.choice = std::move(trial_choice);
       t.digest = trajectory_digest(out.trace, trial_rows);
       if (trial == 0) {
         first_state = std::move(state);

@@ -11,6 +11,11 @@
 // the case's value check is the op that came farthest toward its allowance, or beyond it, or
 // unchecked naming the ops not checked.
 //
+// An autotuning op (cudnn.autotune, cpu.autotune) searches at its first call in a trial and
+// replays that choice in the trial's later calls of the same shape (KernelArgs::replay), as a
+// framework searches once per process; the trial's choice (TrialResult::choice) names each
+// search's winner, so the report shows how often it changed between trials.
+//
 // Each op runs through its backend's executor (Executor::run_once), so a CUDA op copies its
 // inputs to the device and its output back: the state lives on the host between ops. Pipelines
 // run in the runner's process, not in a worker (a crash in a kernel ends the run).

@@ -314,7 +314,7 @@ CaseOutcome TorchExecutor::run(const VariantDef& v, const Problem& p, const std:
   return outcome;
 }
 
-HostTensor TorchExecutor::run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) {
+HostTensor TorchExecutor::run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, OnceChoice*) {
   prepare(v, p, inputs);
   HostTensor out(p.output);
   trial(0, p.output, out.data());

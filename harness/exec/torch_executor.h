@@ -44,7 +44,9 @@ class TorchExecutor final : public Executor {
   std::optional<std::string> unavailable() const override;
   CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
                   bool keep_first_output, const TrialCallback& after_trial) override;
-  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs) override;
+  // PyTorch's variants choose nothing d9m can replay (its own autotuning stays inside the worker).
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs,
+                      OnceChoice* choice = nullptr) override;
   std::string memory_name() const override { return "host memory"; }
   // PyTorch's device as its worker greeted (CUDA where it has one); false before it started.
   bool on_device() const override { return hello_.is_object() && hello_.value("device", "") == "cuda"; }

@@ -11,6 +11,8 @@
 //                      (nothing cached), runs the fastest algorithm it timed, and names it
 //                      (KernelArgs::chose: "algo1", or "algo1+default_math" where cuDNN timed it at
 //                      another math type than the config's). A trial's time includes the search.
+//                      Told to replay a choice (KernelArgs::replay: a pipeline's later steps, as a
+//                      framework's later calls in one process), it runs that one without a search.
 //   cudnn.engine0..127 the graph (backend) API: engine K, by global index, of the config's
 //                      forward-convolution operation graph, at the engine's default knobs.
 //                      prepare() records the engine's numerical notes as a vendor-api claim:
@@ -32,6 +34,7 @@
 // REDUCED_PRECISION_REDUCTION is UNSUPPORTED.
 #include <array>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -239,8 +242,33 @@ bool allowed(cudnnMathType_t found, cudnnMathType_t config) {
   return found == config || (config == CUDNN_TENSOR_OP_MATH && found == CUDNN_DEFAULT_MATH);
 }
 
+// What cudnn.autotune names as its choice: "algo1", or "algo1+default_math" where the winner ran
+// at another math type than the config's.
+std::string choice_text(cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t found, cudnnMathType_t config) {
+  return "algo" + std::to_string(static_cast<int>(algo)) + (found == config ? "" : "+" + math_type_name(found));
+}
+
+// Runs a choice named before (KernelArgs::replay) without searching, as a framework runs its
+// cached winner on every later call of the shape in the same process.
+void replay_autotune(const KernelArgs& a, AutotuneState& st) {
+  for (int algo = 0; algo < kAlgorithms; ++algo)
+    for (cudnnMathType_t m : {st.d.math, CUDNN_DEFAULT_MATH}) {
+      const auto fwd = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+      if (choice_text(fwd, m, st.d.math) != *a.replay) continue;
+      st.view.stage_inputs(a);
+      D9M_CUDNN_CHECK(cudnnSetConvolutionMathType(st.d.conv.get(), m));
+      forward(st.view, st.d, fwd, st.workspace);
+      st.view.write_output(a);
+      a.chose(*a.replay);
+      return;
+    }
+  throw std::logic_error("conv2d cudnn.autotune was told to replay \"" + *a.replay + "\", which it never chooses at " +
+                         math_type_name(st.d.math));
+}
+
 void run_autotune(const KernelArgs& a) {
   auto& st = *static_cast<AutotuneState*>(a.state);
+  if (a.replay) return replay_autotune(a, st);
   st.view.stage_inputs(a);
   // The search runs the algorithms on cuDNN's copies and blocks the host until it has timed
   // them; the copies must be complete first.
@@ -267,8 +295,7 @@ void run_autotune(const KernelArgs& a) {
   D9M_CUDNN_CHECK(cudnnSetConvolutionMathType(st.d.conv.get(), best->mathType));
   forward(st.view, st.d, best->algo, st.workspace);
   st.view.write_output(a);
-  a.chose("algo" + std::to_string(static_cast<int>(best->algo)) +
-          (best->mathType == st.d.math ? "" : "+" + math_type_name(best->mathType)));
+  a.chose(choice_text(best->algo, best->mathType, st.d.math));
 }
 
 // ---- the graph API: cudnn.engineK ------------------------------------------------------------

@@ -17,7 +17,8 @@
 // Its bits depend only on the shape (any thread count gives them), so it is repeatable; but a
 // row's bits depend on M, so it is not batch-invariant (Thinking Machines' split-K culprit).
 // cpu.autotune times cpu.ordered and cpu.splitk_by_shape afresh in each trial and keeps the
-// faster's output, as a framework's autotuner does in every new process.
+// faster's output, as a framework's autotuner does in every new process (told to replay a
+// choice, as in a pipeline's later steps, it runs that one untimed).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -658,6 +658,36 @@ TEST(Conv2dCudnn, AutotuneNamesItsChoiceEveryTrialAndComputesTheConvolution) {
   EXPECT_GE(searched, 3);
 }
 
+// Told to replay a choice (a pipeline's later steps, as a framework's later calls in one process),
+// cudnn.autotune runs that algorithm at that math type without a search: the searched run's bits.
+TEST(Conv2dCudnn, AutotuneReplaysItsChoiceWithoutASearch) {
+  D9M_REQUIRE_GPU();
+  const Catalog cat = default_catalog(Registry::global());
+  const auto* autotune = Registry::global().find_variant("conv2d", "cudnn.autotune");
+  ASSERT_NE(autotune, nullptr);
+  auto ex = make_cuda_executor();
+  const auto digest_of = [](const HostTensor& t) { return digest_v1(t.data(), t.desc().bytes()).hex(); };
+  int replayed = 0;
+  for (const auto* cc : conv2d_configs(cat)) {
+    const auto inputs = make_inputs(*cc->op, cc->problem, cc->seed);
+    OnceChoice searched;
+    HostTensor first(cc->problem.output);
+    try {
+      first = ex->run_once(*autotune, cc->problem, inputs, &searched);
+    } catch (const Unsupported&) {
+      continue;  // the legacy API cannot run the config, or the search found nothing (bf16)
+    }
+    OnceChoice again{.replay = searched.made, .made = {}};
+    const HostTensor second = ex->run_once(*autotune, cc->problem, inputs, &again);
+    EXPECT_EQ(again.made, searched.made) << cc->name;
+    EXPECT_EQ(digest_of(second), digest_of(first)) << cc->name << ": " << searched.made << " replayed";
+    OnceChoice bogus{.replay = "algo8", .made = {}};
+    EXPECT_THROW(ex->run_once(*autotune, cc->problem, inputs, &bogus), std::logic_error) << cc->name;
+    ++replayed;
+  }
+  EXPECT_GE(replayed, 3);
+}
+
 // Every engine index the stack's graph API offers has a registered variant; each engine that
 // runs the config states its claim from its numerical notes (NONDETERMINISTIC -> nondeterministic)
 // and matches the reference; every index past the count is UNSUPPORTED, saying how many there are.

@@ -100,7 +100,9 @@ class SmallMachine final : public Executor {
   CaseOutcome run(const VariantDef&, const Problem&, const std::vector<HostTensor>&, std::int64_t, bool, const TrialCallback&) override {
     return {};
   }
-  HostTensor run_once(const VariantDef&, const Problem& p, const std::vector<HostTensor>&) override { return HostTensor(p.output); }
+  HostTensor run_once(const VariantDef&, const Problem& p, const std::vector<HostTensor>&, OnceChoice* = nullptr) override {
+    return HostTensor(p.output);
+  }
   std::string memory_name() const override { return "host memory"; }
   bool on_device() const override { return false; }
   std::optional<std::uint64_t> memory_free() const override { return free; }

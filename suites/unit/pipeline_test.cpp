@@ -5,7 +5,10 @@
 
 #include <set>
 
+#include "harness/core/digest.h"
 #include "harness/core/error.h"
+#include "harness/core/inputs.h"
+#include "harness/exec/executor.h"
 #include "harness/exec/pipeline_exec.h"
 #include "harness/exec/runner.h"
 #include "harness/report/results.h"
@@ -210,6 +213,89 @@ TEST_F(PipelineRunTest, TheFirstStepsOpsAreCheckedAgainstTheirReferencesAndAWron
   EXPECT_EQ(e.result.values->outcome, ValueCheck::Outcome::differs);
   EXPECT_EQ(e.result.values->reference, "cpu.serial, op grad");
   EXPECT_EQ(e.result.values->beyond, 1);
+}
+
+// A framework autotunes once per process and shape, then runs the winner on every later call: in
+// a pipeline's trial (a fresh training run) an autotuning op searches at its first step and
+// replays its choice in the later ones; the next trial searches afresh, and each trial's choice
+// is stored beside its digest.
+TEST_F(PipelineRunTest, AnAutotuningOpSearchesOnceATrialAndRunsItsChoiceInTheLaterSteps) {
+  const Catalog cat = parse_catalog(bias_pipeline("cpu.ordered", 3), "p.json", Registry::global());
+  const CatalogPipeline& pl = cat.pipelines.at(0);
+  // A tuner whose searches alternate between two orders with different bits.
+  int searches = 0;
+  std::vector<std::string> replays;
+  bool honour_replay = true;
+  const VariantDef tuner{.op = "bias_add_grad", .name = "test.autotune", .backend = Backend::cpu, .role = Role::autotune,
+                         .claim = {Determinism::nondeterministic, ClaimSource::design, "test"},
+                         .run = [&](const KernelArgs& a) {
+                           std::string pick;
+                           if (a.replay && honour_replay) {
+                             replays.push_back(*a.replay);
+                             pick = *a.replay;
+                           } else {
+                             pick = searches++ % 2 == 0 ? "cpu.ordered" : "cpu.serial";
+                           }
+                           Registry::global().find_variant("bias_add_grad", pick)->run(a);
+                           a.chose(pick);
+                         }};
+  PipelineSetting tuned = pl.settings.at(0);
+  tuned.variants.at(0) = &tuner;
+  PipelineHost host(2, 0);
+  const PipelineExecution e = host.run(pl, tuned, 3, nullptr);
+  ASSERT_EQ(e.result.kind, CaseExecution::Kind::ran) << e.result.detail;
+  EXPECT_EQ(searches, 3) << "one search a trial, not one a step";
+  EXPECT_EQ(replays, (std::vector<std::string>{"cpu.ordered", "cpu.ordered", "cpu.serial", "cpu.serial", "cpu.ordered", "cpu.ordered"}));
+  ASSERT_EQ(e.result.trials.size(), 3u);
+  EXPECT_EQ(e.result.trials[0].choice, "grad: cpu.ordered");
+  EXPECT_EQ(e.result.trials[1].choice, "grad: cpu.serial");
+  EXPECT_EQ(e.result.trials[2].choice, "grad: cpu.ordered");
+  EXPECT_EQ(e.result.trials[0].digest, e.result.trials[2].digest) << "the same choice all through: the same trajectory";
+  EXPECT_NE(e.result.trials[0].digest, e.result.trials[1].digest) << "another order's bits in every step";
+  // Every step of trial 1 ran the same choice: its grad outputs are those of a trial that chose
+  // cpu.serial everywhere, so none equals trial 0's at the same step.
+  for (const auto& row : e.trace)
+    if (row.trial == 1 && row.position == 0) {
+      EXPECT_TRUE(row.diff.has_value()) << "step " << row.step;
+    }
+
+  // A variant that searches again where it was told to replay its choice is a harness error: the
+  // trajectory would not be what a framework runs.
+  honour_replay = false;
+  searches = 0;
+  const PipelineExecution ignored = host.run(pl, tuned, 1, nullptr);
+  EXPECT_EQ(ignored.result.kind, CaseExecution::Kind::error);
+  EXPECT_NE(ignored.result.detail.find("op grad (bias_add_grad test.autotune) was told to run its choice cpu.ordered again and named "
+                                       "cpu.serial"),
+            std::string::npos)
+      << ignored.result.detail;
+}
+
+// matmul's cpu.autotune, told to replay a choice, runs exactly that variant's sums, untimed.
+TEST(AutotuneReplay, MatmulCpuAutotuneRunsTheChoiceItIsToldToReplay) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "matmul", "name": "tall_k", "params": {"m": 2, "n": 3, "k": 4096}, "variants": ["cpu.*"]}]})",
+                                    "c.json", Registry::global());
+  const CatalogConfig& cc = cat.configs.at(0);
+  const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+  auto cpu = make_cpu_executor(2);
+  const VariantDef& tuner = *Registry::global().find_variant("matmul", "cpu.autotune");
+  const auto digest_of = [](const HostTensor& t) { return digest_v1(t.data(), t.desc().bytes()).hex(); };
+  std::set<std::string> digests;
+  for (const std::string name : {"cpu.ordered", "cpu.splitk_by_shape"}) {
+    OnceChoice choice{.replay = name, .made = {}};
+    const HostTensor replayed = cpu->run_once(tuner, cc.problem, inputs, &choice);
+    EXPECT_EQ(choice.made, name);
+    const HostTensor direct = cpu->run_once(*Registry::global().find_variant("matmul", name), cc.problem, inputs);
+    EXPECT_EQ(digest_of(replayed), digest_of(direct)) << name;
+    digests.insert(digest_of(direct));
+  }
+  EXPECT_EQ(digests.size(), 2u) << "the two choices' bits differ at this shape (else the test proves nothing)";
+  OnceChoice searched;
+  cpu->run_once(tuner, cc.problem, inputs, &searched);
+  EXPECT_TRUE(searched.made == "cpu.ordered" || searched.made == "cpu.splitk_by_shape") << searched.made;
+  OnceChoice bogus{.replay = "cpu.atomic", .made = {}};
+  EXPECT_THROW(cpu->run_once(tuner, cc.problem, inputs, &bogus), std::logic_error);
 }
 
 TEST_F(PipelineRunTest, VerifyFindsAnEditedOrDeletedTraceRowAndMergeCarriesTheTrace) {
