@@ -225,35 +225,38 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
     started_here = true;
   }
   if (!opt_.catalog) fail_internal("worker: a case before the run's catalogue was given (Worker::use_catalog)");
-  if (!catalog_sent_) {
-    const json catalog = opt_.builtin_profile.empty()
-                             ? json{{"digest", opt_.catalog->digest}, {"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}}
-                             : json{{"digest", opt_.catalog->digest}, {"builtin", opt_.builtin_profile}};
-    const std::string first = json_text(catalog) + "\n";
-    bool sent = write_all(to_worker_, first);
-    if (!sent && !started_here) {
-      // A worker started before the run's catalogue (cli/run.cpp) waited through the run's whole
-      // start; if it died meanwhile (an operator, the OOM killer), this case never reached it,
-      // so it gets a fresh worker once before it is failed.
-      const std::string why = reap_reason();
-      std::fprintf(stderr, "d9m: the worker process started for this run %s before it took the catalogue; starting another\n",
-                   why.c_str());
-      start();
-      sent = write_all(to_worker_, first);
-    }
-    if (!sent) {
-      failed.detail = "the worker process " + reap_reason() + " before it took the catalogue";
-      return failed;
-    }
-    catalog_sent_ = true;
-  }
   const json request = {{"catalog", canary_catalog ? "controls" : "main"},
                         {"config", config_index},
                         {"variant", req.variant->name},
                         {"trials", req.trials},
                         {"save_outputs", req.save_outputs ? json(*req.save_outputs) : json(nullptr)}};
-  if (!write_all(to_worker_, request.dump() + "\n")) {
-    failed.detail = "the worker process " + reap_reason() + " before it took the case";
+  // The catalogue (a worker's first message) and the request; what failed to reach the worker.
+  const auto deliver = [&]() -> std::optional<std::string> {
+    if (!catalog_sent_) {
+      const json catalog =
+          opt_.builtin_profile.empty()
+              ? json{{"digest", opt_.catalog->digest}, {"catalog_text", opt_.catalog->text}, {"source", opt_.catalog->source}}
+              : json{{"digest", opt_.catalog->digest}, {"builtin", opt_.builtin_profile}};
+      if (!write_all(to_worker_, json_text(catalog) + "\n")) return "the catalogue";
+      catalog_sent_ = true;
+    }
+    if (!write_all(to_worker_, request.dump() + "\n")) return "the case";
+    return std::nullopt;
+  };
+  auto undelivered = deliver();
+  if (undelivered && !started_here) {
+    // A worker that died while idle (between cases, or one started before the run's catalogue,
+    // cli/run.cpp, through the run's whole start): an operator, the OOM killer. The write failed,
+    // so this case never reached it: it gets a fresh worker once before it is failed. (A worker
+    // that dies after the request was written may have started the case: that stays an ERROR.)
+    const std::string why = reap_reason();
+    std::fprintf(stderr, "d9m: the worker process %s while idle, before it took %s; starting another\n", why.c_str(),
+                 undelivered->c_str());
+    start();
+    undelivered = deliver();
+  }
+  if (undelivered) {
+    failed.detail = "the worker process " + reap_reason() + " before it took " + *undelivered;
     return failed;
   }
   // A loop turn takes ~100 ms (the poll below); one over a second means this process was stopped.

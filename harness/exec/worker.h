@@ -65,7 +65,8 @@ class Worker {
 
   // Runs one case in the worker, starting one if none is alive. A worker that dies, or is killed
   // by the watchdog, gives a result of kind error with the reason, and this worker is replaced
-  // on the next call. `stop()` is polled several times a second; when it returns true the
+  // on the next call; one found dead before the case reached it (it died idle) is replaced at
+  // once, and the case runs in the new one. `stop()` is polled several times a second; when it returns true the
   // worker is killed and the call returns nullopt (a case cut short is not evidence).
   std::optional<CaseExecution> run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
                                 const TrialCallback& after_trial, const std::function<bool()>& stop);
