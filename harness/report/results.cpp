@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "harness/core/catalog.h"
+#include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/core/json_text.h"
 #include "harness/store/sqlite.h"
@@ -141,6 +142,12 @@ class Loader {
   StackInfo& stack_of(const std::string& id, const std::string& canonical) {
     auto it = std::find_if(d_.stacks.begin(), d_.stacks.end(), [&](const StackInfo& x) { return x.id == id; });
     if (it != d_.stacks.end()) return *it;
+    // A stack's id is the SHA-256 of its fingerprint's canonical text: an edited fingerprint would
+    // make a stack of its own and unpair the claims checked across stacks (a report would then
+    // pass without them). Cheap to see here; the rest of the store's integrity is `d9m verify`'s.
+    if (sha256_hex(canonical) != id)
+      fail_store_fault(store_.path() + ": fingerprint " + id.substr(0, 12) +
+                       ": its id does not match its content (the store was edited); `d9m verify` lists the faults");
     StackInfo si;
     si.id = id;
     si.label = std::string("S").append(std::to_string(d_.stacks.size() + 1));

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <set>
 
+#include "harness/core/digest.h"
+#include "harness/core/error.h"
 #include "harness/report/compare.h"
 #include "harness/report/model.h"
 #include "harness/report/report.h"
@@ -266,7 +268,8 @@ TEST(Report, WarnsOfACudnnOlderThanTheBuild) {
 
 // A store is anyone's file: a fingerprint or parameters edited into JSON nested 100,000 deep (or
 // not JSON at all) must still render in every format (it crashed `report --format json` with a
-// stack overflow); `d9m verify` is what names such rows.
+// stack overflow); `d9m verify` is what names such rows. (The fingerprint's id is edited with it:
+// one whose id no longer matches is refused, below.)
 TEST(Report, RendersAStoreWhoseJsonFieldsWereEditedIntoSomethingUnreadable) {
   Fixture f;
   {
@@ -275,7 +278,9 @@ TEST(Report, RendersAStoreWhoseJsonFieldsWereEditedIntoSomethingUnreadable) {
     put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
     s.finish_run(run, "complete");
     const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-    sql::Statement(s.db(), "UPDATE fingerprints SET canonical = ?").bind(1, deep).run();
+    sql::exec(s.db(), "PRAGMA foreign_keys = OFF");
+    sql::Statement(s.db(), "UPDATE fingerprints SET canonical = ?, id = ?").bind(1, deep).bind(2, sha256_hex(deep)).run();
+    sql::Statement(s.db(), "UPDATE runs SET fingerprint_id = ?").bind(1, sha256_hex(deep)).run();
     sql::exec(s.db(), "UPDATE cases SET params = '{not json'");
   }
   Store s = Store::open(f.path, Store::Mode::read_only);
@@ -288,6 +293,28 @@ TEST(Report, RendersAStoreWhoseJsonFieldsWereEditedIntoSomethingUnreadable) {
   EXPECT_FALSE(render_html(d, m, true).empty());
   EXPECT_FALSE(render_junit(d, m).empty());
   EXPECT_FALSE(render_csv(d, m).empty());
+}
+
+// A fingerprint edited in place (its canonical text, not its id) would be a stack of its own and
+// unpair the claims checked across stacks, so that a plain report passed without them: every
+// report refuses it, naming the fingerprint, as `d9m verify` does.
+TEST(Report, RefusesAFingerprintWhoseIdDoesNotMatchItsContent) {
+  Fixture f;
+  {
+    Store s = Store::open(f.path, Store::Mode::read_write);
+    const std::string run = begin(s);
+    put(s, run, "cpu.serial", "deterministic", {"x", "x", "x"});
+    s.finish_run(run, "complete");
+    sql::exec(s.db(), "UPDATE fingerprints SET canonical = replace(canonical, '1', '7')");  // {"stack": 7}
+  }
+  Store s = Store::open(f.path, Store::Mode::read_only);
+  try {
+    load_report_data(s);
+    ADD_FAILURE() << "an edited fingerprint was rendered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.category(), ErrorCategory::store_fault);
+    EXPECT_NE(std::string(e.what()).find(": its id does not match its content (the store was edited)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
