@@ -50,15 +50,16 @@ std::string footnote_key(std::size_t i) {
 // run on the same machine check each other's bits (the H200 audit had them on S1 and S2).
 std::map<std::string, std::string> stacks_without_frameworks(const ReportData& data) {
   std::map<std::string, std::string> out;
-  for (const auto& s : data.stacks) {
-    nlohmann::json fp = s.fingerprint;
-    if (!fp.is_object()) {
-      out[s.id] = s.id;  // nothing to compare: a stack of its own
-      continue;
+  for (const auto* list : {&data.stacks, &data.partner_stacks})
+    for (const auto& s : *list) {
+      nlohmann::json fp = s.fingerprint;
+      if (!fp.is_object()) {
+        out[s.id] = s.id;  // nothing to compare: a stack of its own
+        continue;
+      }
+      fp.erase("torch");
+      out[s.id] = fp.dump();
     }
-    fp.erase("torch");
-    out[s.id] = fp.dump();
-  }
   return out;
 }
 
@@ -71,20 +72,32 @@ std::vector<CrossCheck> cross_checks(const ReportData& data) {
   };
   // Where the partner is deterministic on several such stacks, a claimant is checked against the
   // one on its own stack if there is one, else against each of them.
-  std::map<Key, std::vector<const CaseResult*>> deterministic;
-  for (const auto& r : data.results)
-    if (r.status == Status::deterministic) deterministic[{r.op, r.config_id, key_of(r), r.input_digest, r.variant}].push_back(&r);
-  std::vector<CrossCheck> out;
+  // Results outside the selection (ReportData::partners) take part only where a check pairs them
+  // with a selected one.
+  std::vector<const CaseResult*> pool;
+  std::set<const CaseResult*> selected;
   for (const auto& r : data.results) {
-    if (r.bit_equal_to.empty() || r.status != Status::deterministic) continue;
-    auto it = deterministic.find({r.op, r.config_id, key_of(r), r.input_digest, r.bit_equal_to});
+    pool.push_back(&r);
+    selected.insert(&r);
+  }
+  for (const auto& r : data.partners) pool.push_back(&r);
+  std::map<Key, std::vector<const CaseResult*>> deterministic;
+  for (const auto* r : pool)
+    if (r->status == Status::deterministic) deterministic[{r->op, r->config_id, key_of(*r), r->input_digest, r->variant}].push_back(r);
+  std::vector<CrossCheck> out;
+  const auto check = [&](const CaseResult* r, const CaseResult* p) {
+    if (selected.count(r) || selected.count(p)) out.push_back({r, p->variant, p->digest, p->stack});
+  };
+  for (const auto* r : pool) {
+    if (r->bit_equal_to.empty() || r->status != Status::deterministic) continue;
+    auto it = deterministic.find({r->op, r->config_id, key_of(*r), r->input_digest, r->bit_equal_to});
     if (it == deterministic.end()) continue;
-    const auto own = std::find_if(it->second.begin(), it->second.end(), [&](const CaseResult* p) { return p->stack == r.stack; });
+    const auto own = std::find_if(it->second.begin(), it->second.end(), [&](const CaseResult* p) { return p->stack == r->stack; });
     if (own != it->second.end()) {
-      out.push_back({&r, (*own)->variant, (*own)->digest, (*own)->stack});
+      check(r, *own);
       continue;
     }
-    for (const auto* p : it->second) out.push_back({&r, p->variant, p->digest, p->stack});
+    for (const auto* p : it->second) check(r, p);
   }
   return out;
 }

@@ -85,10 +85,16 @@ void cross_implementation(std::ostringstream& o, const ReportData& data, const S
   if (m.cross.empty()) return;
   // op, variant, partner, and the stacks by their place in the report (S2 before S10, as numbered).
   using Key = std::tuple<std::string, std::string, std::string, std::size_t, std::size_t>;
+  // A partner's stack may be outside the reported ones (`d9m run`'s verdict: ReportData::partners).
   auto index = [&](const std::string& id) {
-    std::size_t i = 0;
-    while (i < data.stacks.size() && data.stacks[i].id != id) ++i;
-    return i;
+    for (std::size_t i = 0; i < data.stacks.size(); ++i)
+      if (data.stacks[i].id == id) return i;
+    for (std::size_t j = 0; j < data.partner_stacks.size(); ++j)
+      if (data.partner_stacks[j].id == id) return data.stacks.size() + j;
+    return data.stacks.size() + data.partner_stacks.size();
+  };
+  auto label = [&](std::size_t i) {
+    return i < data.stacks.size() ? data.stacks[i].label : data.partner_stacks.at(i - data.stacks.size()).label;
   };
   std::map<Key, std::pair<int, int>> agg;  // equal / checked
   for (const auto& c : m.cross) {
@@ -102,8 +108,8 @@ void cross_implementation(std::ostringstream& o, const ReportData& data, const S
        "configs equal |\n|---|---|---|---|---|\n";
   for (const auto& [k, v] : agg) {
     const bool all = v.first == v.second;
-    std::string stacks = data.stacks.at(std::get<3>(k)).label;
-    if (std::get<4>(k) != std::get<3>(k)) stacks += " with " + data.stacks.at(std::get<4>(k)).label;
+    std::string stacks = label(std::get<3>(k));
+    if (std::get<4>(k) != std::get<3>(k)) stacks += " with " + label(std::get<4>(k));
     o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << stacks << " | "
       << (all ? "" : "**") << v.first << " of " << v.second << (all ? "" : "** (claim broken)") << " |\n";
   }

@@ -75,8 +75,9 @@ double CaseResult::bound95() const {
 }
 
 const StackInfo& ReportData::stack(const std::string& id) const {
-  for (const auto& s : stacks)
-    if (s.id == id) return s;
+  for (const auto* list : {&stacks, &partner_stacks})
+    for (const auto& s : *list)
+      if (s.id == id) return s;
   throw std::out_of_range("unknown stack " + id);
 }
 
@@ -357,8 +358,14 @@ ReportData load_run_evidence(const Store& store, const std::string& run_id) {
   } catch (const sql::Error& e) {
     fail_environment(store.path() + ": cannot read the store: " + e.what());
   }
-  std::erase_if(d.results, [&](const CaseResult& r) { return r.stack != stack || !cases.count(r.case_id); });
-  std::erase_if(d.stacks, [&](const StackInfo& s) { return s.id != stack; });
+  const auto others = std::stable_partition(d.results.begin(), d.results.end(),
+                                            [&](const CaseResult& r) { return r.stack == stack && cases.count(r.case_id); });
+  d.partners.assign(std::make_move_iterator(others), std::make_move_iterator(d.results.end()));
+  d.results.erase(others, d.results.end());
+  const auto other_stacks =
+      std::stable_partition(d.stacks.begin(), d.stacks.end(), [&](const StackInfo& s) { return s.id == stack; });
+  d.partner_stacks.assign(std::make_move_iterator(other_stacks), std::make_move_iterator(d.stacks.end()));
+  d.stacks.erase(other_stacks, d.stacks.end());
   d.selection = "the cases of run " + run_id + ", with every run's evidence for them on its stack";
   return d;
 }

@@ -105,7 +105,14 @@ struct ReportData {
   // The pipeline cases of the reported runs, with the trace diff of each that diverged
   // (trace_diff.h pipeline_traces): `d9m report` loads them for md and html; empty otherwise.
   std::vector<PipelineTrace> pipelines;
+  // `d9m run`'s verdict (load_run_evidence): the store's other results and their stacks, kept only
+  // as partners of claims to another implementation's bits, so that the run checks a claim of its
+  // cases whose partner an earlier run recorded, and a claim an earlier case makes to one of its
+  // cases, as `d9m report` does. Not in the table, the counts or any other check.
+  std::vector<CaseResult> partners;
+  std::vector<StackInfo> partner_stacks;
 
+  // Any stack of `stacks` or `partner_stacks`.
   const StackInfo& stack(const std::string& id) const;
 };
 
@@ -115,7 +122,8 @@ ReportData load_report_data(const Store& store, const std::optional<std::string>
 // What `d9m run` judges when it ends: the cases `run_id` recorded, on its stack, with every run's
 // evidence for them. A later run on the same stack adds process-to-process evidence to the same
 // cells, so a case whose digest differs from an earlier run's diverged, though each run alone
-// gave one digest; cases the run did not record are left to `d9m report`.
+// gave one digest; cases the run did not record are left to `d9m report`, except as the partners
+// of claims to another implementation's bits (ReportData::partners).
 ReportData load_run_evidence(const Store& store, const std::string& run_id);
 
 }  // namespace d9m

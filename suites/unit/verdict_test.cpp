@@ -33,9 +33,10 @@ class VerdictTest : public ::testing::Test {
 
   Store open() { return Store::open(path_, Store::Mode::read_write); }
 
-  static std::string begin(Store& s, const std::string& id, const std::string& started_at) {
+  static std::string begin(Store& s, const std::string& id, const std::string& started_at,
+                           const nlohmann::json& fingerprint = {{"stack", 1}}) {
     RunInfo info{id, started_at, "host", "[]", "[]", "cat", 3, 1};
-    return s.begin_run(fingerprint_from_json({{"stack", 1}}), info);
+    return s.begin_run(fingerprint_from_json(fingerprint), info);
   }
 
   struct Case {
@@ -44,6 +45,7 @@ class VerdictTest : public ::testing::Test {
     Status status = Status::error;
     std::string detail, reason = "why";
     std::int64_t median_ns = 1000;
+    std::string bit_equal_to;
   };
 
   static void put(Store& s, const std::string& run, const Case& c) {
@@ -60,6 +62,7 @@ class VerdictTest : public ::testing::Test {
     cr.claim_determinism = c.claim;
     cr.claim_source = "design";
     cr.claim_reason = c.reason;
+    cr.claim_bit_equal_to = c.bit_equal_to;
     cr.trials = static_cast<std::int64_t>(c.digests.size());
     cr.distinct = static_cast<std::int64_t>(distinct.size());
     if (!c.digests.empty()) cr.median_ns = cr.min_ns = c.median_ns;
@@ -116,6 +119,40 @@ TEST_F(VerdictTest, ARunsVerdictSeesTheDigestsEarlierRunsStoredForItsCases) {
   ASSERT_EQ(v.failures.size(), 1u);
   EXPECT_EQ(v.failures[0].kind, Failure::Kind::diverged);
   EXPECT_EQ(verdict_of(load_report_data(s)).failures.size(), 2u);  // the report's: both cases
+}
+
+// `d9m run`'s verdict checks a claim to another implementation's bits whose partner an earlier run
+// recorded (it passed where `d9m report` failed, the partner being outside the run's cases), and
+// a claim an earlier case makes to one of its cases, on its stack or one that differs from it only
+// in PyTorch; the other results stay out of its table and counts.
+TEST_F(VerdictTest, ARunsVerdictChecksClaimsWhosePartnerAnotherRunRecorded) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.serial", .role = "reference", .digests = {"x", "x", "x"}});
+  put(s, a, {.variant = "cpu.fixed", .role = "ordered", .digests = {"z", "z", "z"}, .bit_equal_to = "cpu.tiled"});
+  put(s, a, {.variant = "cpu.other", .role = "ordered", .digests = {"p", "q", "p"}});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z", {{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}});
+  put(s, b, {.variant = "cpu.ordered", .role = "ordered", .digests = {"y", "y", "y"}, .bit_equal_to = "cpu.serial"});
+  put(s, b, {.variant = "cpu.tiled", .role = "ordered", .digests = {"t", "t", "t"}});
+  s.finish_run(b, "complete");
+  const ReportData d = load_run_evidence(s, b);
+  ASSERT_EQ(d.results.size(), 2u);
+  ASSERT_EQ(d.stacks.size(), 1u);
+  const Verdict v = verdict_of(d);
+  EXPECT_EQ(v.cases, 2);
+  ASSERT_EQ(v.failures.size(), 2u);
+  EXPECT_EQ(v.failures[0].kind, Failure::Kind::cross_implementation);
+  EXPECT_NE(v.failures[0].text.find("cpu.ordered on S2: claims the bits of cpu.serial (on S1)"), std::string::npos) << v.failures[0].text;
+  EXPECT_EQ(v.failures[1].kind, Failure::Kind::cross_implementation);
+  EXPECT_NE(v.failures[1].text.find("cpu.fixed on S1: claims the bits of cpu.tiled (on S2)"), std::string::npos) << v.failures[1].text;
+  // The report of the whole store fails on the same two, and on cpu.other, which the run left alone.
+  EXPECT_EQ(verdict_of(load_report_data(s)).failures.size(), 3u);
+  const StatusModel m = build_status_model(d);
+  EXPECT_EQ(m.rows.size(), 2u);
+  const std::string md = render_markdown(d, m);
+  EXPECT_NE(md.find("| scatter_add | cpu.ordered | cpu.serial | S2 with S1 | **0 of 1** (claim broken) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scatter_add | cpu.fixed | cpu.tiled | S1 with S2 | **0 of 1** (claim broken) |"), std::string::npos) << md;
 }
 
 // Digests of one run stand beside a run that produced none: D, with the error named (warning).
