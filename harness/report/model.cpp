@@ -97,7 +97,11 @@ std::vector<CrossCheck> cross_checks(const ReportData& data) {
       check(r, *own);
       continue;
     }
-    for (const auto* p : it->second) check(r, p);
+    // Across stacks only where neither side is a framework's kernel: those stacks differ in the
+    // framework's version, which a framework's own kernels (PyTorch's) depend on.
+    if (r->role == Role::framework) continue;
+    for (const auto* p : it->second)
+      if (p->role != Role::framework) check(r, p);
   }
   return out;
 }

@@ -30,6 +30,7 @@ struct Fixture {
 // The role a test variant is written with: the name says it in these tests only.
 std::string role_of(const std::string& variant) {
   if (variant == "cpu.serial") return "reference";
+  if (variant.starts_with("torch.")) return "framework";
   if (variant == "cpu.atomic") return "atomic";
   return "ordered";
 }
@@ -161,6 +162,24 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   EXPECT_NE(pv.warnings[0].find("2 claim(s) to another implementation's bits had no partner in this selection"), std::string::npos)
       << pv.warnings[0];
   EXPECT_TRUE(verdict_of(d).warnings.empty());  // the whole store: nothing unchecked to warn of
+}
+
+// A framework's own kernels depend on the framework's version, in which such stacks differ: a
+// claim to or from one of them is checked on its own stack only.
+TEST(Report, AFrameworkKernelsCrossClaimIsNotCheckedAcrossStacks) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string a = begin(s, with_torch(1));
+  put(s, a, "torch.deterministic", "deterministic", {"x", "x", "x"});
+  put(s, a, "cpu.serial", "deterministic", {"x", "x", "x"});
+  s.finish_run(a, "complete");
+  const std::string b = begin(s, {{"stack", 1}, {"torch", {{"torch", "2.12.0"}}}});
+  put(s, b, "torch.default", "deterministic", {"y", "y", "y"}, "torch.deterministic");
+  put(s, b, "cpu.ordered", "deterministic", {"y", "y", "y"}, "torch.deterministic");
+  s.finish_run(b, "complete");
+  const StatusModel m = build_status_model(load_report_data(s));
+  EXPECT_TRUE(m.cross.empty());
+  EXPECT_TRUE(m.verdict.held());
 }
 
 // A claimant whose own stack has the partner is checked against that one only, even where a
