@@ -128,6 +128,13 @@ struct Side {
     return out;
   }
 
+  // What the trial's autotuning ops chose (trials.choice: schema 5, before traces).
+  std::string trial_choice(const std::string& case_id, std::int64_t trial) const {
+    sql::Statement s(store.db(), "SELECT choice FROM trials WHERE run_id = ? AND case_id = ? AND trial = ?");
+    s.bind(1, run_id).bind(2, case_id).bind(3, trial);
+    return s.step() ? s.text(0) : "";
+  }
+
   std::vector<TraceRow> trace(const std::string& case_id, std::int64_t trial) const {
     sql::Statement s(store.db(), "SELECT step, position, name, op, variant, inputs, digest, diff_count, diff_max_abs, diff_max_ulp,"
                                  " diff_first_index FROM trace WHERE run_id = ? AND case_id = ? AND trial = ? ORDER BY step, position");
@@ -186,6 +193,8 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
   };
   d.a = side(sa, ca, ta, da);
   d.b = side(sb, cb, tb, db);
+  d.a.choice = sa.trial_choice(ca.case_id, ta);
+  d.b.choice = sb.trial_choice(cb.case_id, tb);
   const std::vector<TraceRow> ra = sa.trace(ca.case_id, ta), rb = sb.trace(cb.case_id, tb);
   // A trial's digest is its trajectory (harness/exec/pipeline_exec.h): a trace that does not give
   // it back is not that trial's.
@@ -280,6 +289,12 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
     d.notes.push_back("the two sides run other variants at " + list +
                       ": a difference there may be the variants', not a race");
   }
+  // An autotuning op searches once a trial (harness/exec/pipeline_exec.h): where the searches
+  // chose otherwise, that op's outputs differ by the choice, not by a race.
+  if (d.a.choice != d.b.choice)
+    d.notes.push_back("the autotuning ops chose otherwise (a: " + (d.a.choice.empty() ? std::string("nothing") : d.a.choice) +
+                      "; b: " + (d.b.choice.empty() ? std::string("nothing") : d.b.choice) +
+                      "): a difference there follows the choice, which the timing made");
   if (ca.op.rfind("exec:", 0) == 0)
     d.notes.push_back("a program's trace (d9m exec, the PyTorch hook) holds digests, not values: the chart counts differing outputs");
   else if (!d.stats_known)
@@ -376,7 +391,7 @@ std::vector<PipelineTrace> pipeline_traces(const Store& store, const std::vector
 namespace {
 
 std::string side_text(const TraceSideInfo& s) {
-  return s.store + " run " + short_id(s.run_id) + " trial " + std::to_string(s.trial);
+  return s.store + " run " + short_id(s.run_id) + " trial " + std::to_string(s.trial) + (s.choice.empty() ? "" : " (chose " + s.choice + ")");
 }
 
 std::string stats_text(const std::optional<DiffStats>& d) {
@@ -441,7 +456,8 @@ json diff_json(const std::optional<DiffStats>& d) {
 json opt_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json side_json(const TraceSideInfo& s) {
-  return {{"store", s.store}, {"run", s.run_id}, {"case_id", s.case_id}, {"trial", s.trial}, {"trial_digest", s.trial_digest}};
+  return {{"store", s.store}, {"run", s.run_id}, {"case_id", s.case_id}, {"trial", s.trial}, {"trial_digest", s.trial_digest},
+          {"choice", s.choice}};
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ struct TraceSideInfo {
   std::string store, run_id, case_id, started_at;
   std::int64_t trial = 0;
   std::string trial_digest;  // the trial's digest: its trajectory (harness/exec/pipeline_exec.h)
+  std::string choice;        // what its autotuning ops chose ("conv1: algo1"), empty where none did
 };
 
 struct TraceOpRow {

@@ -259,6 +259,33 @@ TEST_F(PipelineRunTest, AnAutotuningOpSearchesOnceATrialAndRunsItsChoiceInTheLat
       EXPECT_TRUE(row.diff.has_value()) << "step " << row.step;
     }
 
+  // Stored, the trials keep their choices, and `trace diff` of trial 0 against trial 1 names them:
+  // the op that diverged follows the choice, not a race.
+  const std::string db = path("tuned.sqlite");
+  {
+    Store st = Store::open(db, Store::Mode::read_write);
+    const std::string run = st.begin_run(fingerprint_from_json({{"stack", 1}}),
+                                         RunInfo{random_run_id(), utc_now(), "host", "[]", "[]", "cat", 3, 2});
+    std::vector<TrialRecord> trials;
+    for (std::size_t t = 0; t < e.result.trials.size(); ++t) {
+      const auto& r = e.result.trials[t];
+      trials.push_back({static_cast<std::int64_t>(t), r.digest, r.elapsed_ns, r.diff, r.choice});
+    }
+    CaseRunRecord cr{Status::nondeterministic, "", "nondeterministic", "design", "test", "", 3, 2, 1, 1, "autotune"};
+    st.put_case(run, pipeline_case_record(pl, tuned, e.result.input_digest), cr, trials, e.trace);
+    st.finish_run(run, "complete");
+  }
+  const auto diffs = diff_traces(parse_trace_operand(db), std::nullopt, "*", "*");
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0].a.choice, "grad: cpu.ordered");
+  EXPECT_EQ(diffs[0].b.choice, "grad: cpu.serial");
+  ASSERT_TRUE(diffs[0].source.has_value());
+  EXPECT_EQ(diffs[0].source->row.name, "grad");
+  const std::string md = render_trace_diff_markdown(diffs);
+  EXPECT_NE(md.find("trial 1 (chose grad: cpu.serial)"), std::string::npos) << md;
+  EXPECT_NE(md.find("Note: the autotuning ops chose otherwise (a: grad: cpu.ordered; b: grad: cpu.serial)"), std::string::npos) << md;
+  EXPECT_EQ(nlohmann::json::parse(render_trace_diff_json(diffs))["diffs"][0]["b"]["choice"], "grad: cpu.serial");
+
   // A variant that searches again where it was told to replay its choice is a harness error: the
   // trajectory would not be what a framework runs.
   honour_replay = false;
