@@ -71,6 +71,7 @@ int run(const RunArgs& a) {
     fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
   Store store = Store::open(a.db, Store::Mode::read_write);
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
+  check_fingerprint_ids(store);  // the verdict could not be read back after the run
   RunOptions opt;
   opt.resume = a.resume;
   opt.case_timeout_s = a.timeout;
@@ -84,11 +85,6 @@ int run(const RunArgs& a) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const RunSummary s = run_audit(cat, cases, store, opt, pipelines);
-  // The run's verdict: read back from the store, over the cases it recorded with every run's
-  // evidence for them (an earlier run's other digest is a divergence this run alone cannot see).
-  const ReportData data = load_run_evidence(store, s.run_id);
-  const StatusModel model = build_status_model(data);
-  if (!a.quiet) std::cout << render_markdown(data, model);
   if (s.resumes > 0)
     std::fprintf(stderr, "d9m: resumed run %s (resumption %lld): %lld cases were stored before, kept as they are\n",
                  s.run_id.c_str(), static_cast<long long>(s.resumes), static_cast<long long>(s.resumed_cases));
@@ -98,6 +94,12 @@ int run(const RunArgs& a) {
   else if (a.resume)
     std::fprintf(stderr, "d9m: --resume: no interrupted run of these cases, N and threads; started a new run\n");
   std::fprintf(stderr, "d9m: run %s: %lld cases into %s\n", s.run_id.c_str(), static_cast<long long>(s.cases), a.db.c_str());
+  // The run's verdict: read back from the store, over the cases it recorded with every run's
+  // evidence for them (an earlier run's other digest is a divergence this run alone cannot see).
+  // After the lines above: a store that cannot be read back still names the run it holds.
+  const ReportData data = load_run_evidence(store, s.run_id);
+  const StatusModel model = build_status_model(data);
+  if (!a.quiet) std::cout << render_markdown(data, model);
   if (s.interrupted) {
     std::fprintf(stderr, "d9m: interrupted; the run is marked interrupted in the store (`d9m run --resume` with the same arguments continues it)\n");
     return 130;

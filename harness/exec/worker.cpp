@@ -202,12 +202,14 @@ void Worker::kill_and_reap() {
   to_worker_ = from_worker_ = -1;
 }
 
-std::string Worker::reap_reason() {
+std::string Worker::reap_reason(bool* outside) {
   // Its output is closed: it is exiting or gone. Wait briefly, then make sure.
   int st = 0;
   std::string why = "closed its output but did not exit (killed)";
+  if (outside) *outside = false;
   if (wait_child_for(pid_, st, std::chrono::seconds(2))) {
     why = describe_wait_status(st);
+    if (outside) *outside = WIFSIGNALED(st) && (WTERMSIG(st) == SIGKILL || WTERMSIG(st) == SIGTERM);
     reaped();
   }
   kill_and_reap();
@@ -243,13 +245,23 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
     if (!write_all(to_worker_, request.dump() + "\n")) return "the case";
     return std::nullopt;
   };
+  const bool served = catalog_sent_;  // it took a case before (and answered it: a failed one is reaped)
   auto undelivered = deliver();
   if (undelivered && !started_here) {
     // A worker that died while idle (between cases, or one started before the run's catalogue,
-    // cli/run.cpp, through the run's whole start): an operator, the OOM killer. The write failed,
-    // so this case never reached it: it gets a fresh worker once before it is failed. (A worker
-    // that dies after the request was written may have started the case: that stays an ERROR.)
-    const std::string why = reap_reason();
+    // cli/run.cpp, through the run's whole start). The write failed, so this case never reached
+    // it. Killed from outside (the OOM killer, an operator), or before it took any case, it is
+    // replaced once and the case runs in the new one. One that crashed by itself after answering
+    // a case may have been broken by that case: this case is an ERROR saying so, as the crash
+    // must not pass unrecorded. (A worker that dies after the request was written may have
+    // started the case: that stays an ERROR too.)
+    bool outside = false;
+    const std::string why = reap_reason(&outside);
+    if (served && !outside) {
+      failed.detail = "the worker process " + why + " after it answered " + last_case_ + ", before it took this case " +
+                      "(the crash may be that case's doing)";
+      return failed;
+    }
     std::fprintf(stderr, "d9m: the worker process %s while idle, before it took %s; starting another\n", why.c_str(),
                  undelivered->c_str());
     start();
@@ -303,6 +315,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
           return malformed(std::string("unreadable result: ") + e.what());
         }
         if (r.device_lost) reap_reason();  // it exits by itself; the next case gets a fresh context
+        last_case_ = req.config->op->name + "/" + req.config->name + "/" + req.variant->name;
         return r;
       } else {
         return malformed("no known field");

@@ -65,8 +65,10 @@ class Worker {
 
   // Runs one case in the worker, starting one if none is alive. A worker that dies, or is killed
   // by the watchdog, gives a result of kind error with the reason, and this worker is replaced
-  // on the next call; one found dead before the case reached it (it died idle) is replaced at
-  // once, and the case runs in the new one. `stop()` is polled several times a second; when it returns true the
+  // on the next call. One found dead before the case reached it is replaced at once, and the case
+  // runs in the new one, where it died before its catalogue or was killed from outside (SIGKILL,
+  // SIGTERM); one that failed by itself after answering a case makes this case an ERROR naming
+  // that case (its crash may be that case's doing). `stop()` is polled several times a second; when it returns true the
   // worker is killed and the call returns nullopt (a case cut short is not evidence).
   std::optional<CaseExecution> run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
                                 const TrialCallback& after_trial, const std::function<bool()>& stop);
@@ -74,12 +76,15 @@ class Worker {
  private:
   void kill_and_reap();
   void reaped();  // pid_ was waited for: what it left behind is removed, and it is forgotten
-  std::string reap_reason();  // why the worker ended, after it did
+  // Why the worker ended, after it did; `outside` (where given) says whether it was killed from
+  // outside (SIGKILL, SIGTERM: the OOM killer, an operator) rather than failing by itself.
+  std::string reap_reason(bool* outside = nullptr);
   WorkerOptions opt_;
   pid_t pid_ = -1;
   int to_worker_ = -1, from_worker_ = -1;
   std::string buffer_;
   bool catalog_sent_ = false;  // the worker alive now has had its first message
+  std::string last_case_;      // op/config/variant of the last case a worker answered
 };
 
 // The worker process's main loop: parses `builtin_profile` (if not empty) while it waits for the

@@ -74,6 +74,25 @@ double CaseResult::bound95() const {
   return 1.0 - std::pow(0.05, 1.0 / static_cast<double>(trials - 1));
 }
 
+namespace {
+
+[[noreturn]] void fail_edited_fingerprint(const Store& store, const std::string& id) {
+  fail_store_fault(store.path() + ": fingerprint " + id.substr(0, 12) +
+                   ": its id does not match its content (the store was edited); `d9m verify` lists the faults");
+}
+
+}  // namespace
+
+void check_fingerprint_ids(const Store& store) {
+  try {
+    sql::Statement s(store.db(), "SELECT id, canonical FROM fingerprints");
+    while (s.step())
+      if (sha256_hex(s.text(1)) != s.text(0)) fail_edited_fingerprint(store, s.text(0));
+  } catch (const sql::Error& e) {
+    fail_environment(store.path() + ": cannot read the store: " + e.what());
+  }
+}
+
 const StackInfo& ReportData::stack(const std::string& id) const {
   for (const auto* list : {&stacks, &partner_stacks})
     for (const auto& s : *list)
@@ -143,12 +162,9 @@ class Loader {
   StackInfo& stack_of(const std::string& id, const std::string& canonical) {
     auto it = std::find_if(d_.stacks.begin(), d_.stacks.end(), [&](const StackInfo& x) { return x.id == id; });
     if (it != d_.stacks.end()) return *it;
-    // A stack's id is the SHA-256 of its fingerprint's canonical text: an edited fingerprint would
-    // make a stack of its own and unpair the claims checked across stacks (a report would then
-    // pass without them). Cheap to see here; the rest of the store's integrity is `d9m verify`'s.
-    if (sha256_hex(canonical) != id)
-      fail_store_fault(store_.path() + ": fingerprint " + id.substr(0, 12) +
-                       ": its id does not match its content (the store was edited); `d9m verify` lists the faults");
+    // check_fingerprint_ids(), for the fingerprints this report reads; the rest of the store's
+    // integrity is `d9m verify`'s.
+    if (sha256_hex(canonical) != id) fail_edited_fingerprint(store_, id);
     StackInfo si;
     si.id = id;
     si.label = std::string("S").append(std::to_string(d_.stacks.size() + 1));

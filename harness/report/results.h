@@ -116,6 +116,12 @@ struct ReportData {
   const StackInfo& stack(const std::string& id) const;
 };
 
+// Refuses (a store fault naming it) a store holding a fingerprint whose id is not the SHA-256 of
+// its canonical text: an edited fingerprint makes a stack of its own and unpairs the claims checked
+// across stacks. Every report checks it while loading; `d9m run` checks it before its first case,
+// so that a run into such a store does no work it could not judge.
+void check_fingerprint_ids(const Store& store);
+
 // Loads every run, or only `run_id`'s when given.
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id = std::nullopt);
 

@@ -288,5 +288,13 @@ sql audited.sqlite "UPDATE runs SET host = 'elsewhere'"
 "$D9M" report --db audited.sqlite --format html --audit -o audit2.html 2> err; check "audit of an edited store" 1 $? err "does not verify, so no audit report"
 [[ ! -e audit2.html ]] || fail "an audit report was written for a store that does not verify"
 
+# --- an edited fingerprint: every report refuses it, and a run refuses it before its first case ----
+cp other.sqlite fp.sqlite
+sql fp.sqlite "UPDATE fingerprints SET canonical = replace(canonical, '\"os\"', '\"os_\"')"
+"$D9M" report --db fp.sqlite > out 2> err; check "an edited fingerprint: report" 1 $? err "its id does not match its content"
+runs_before=$(value fp.sqlite "select count(*) from runs")
+"$D9M" run "${SMALL[@]}" --db fp.sqlite > out 2> err; check "an edited fingerprint: run refuses before any case" 1 $? err "its id does not match its content"
+[[ $(value fp.sqlite "select count(*) from runs") == "$runs_before" ]] || fail "a run into a store with an edited fingerprint began"
+
 echo "$pass passed, $failures failed"
 [[ $failures == 0 ]]

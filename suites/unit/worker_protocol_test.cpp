@@ -129,33 +129,45 @@ TEST(WorkerProtocol, AWorkerThatDiedBeforeItsCatalogueIsReplacedOnceIfItWasStart
   fs::remove_all(dir);
 }
 
-// A worker that dies while idle between two cases (an operator, the OOM killer) never saw the
-// next case: a write to it fails, so that case gets a fresh worker once instead of an ERROR.
-TEST(WorkerProtocol, AWorkerThatDiedIdleBetweenCasesIsReplacedOnce) {
+// A worker that dies while idle between two cases never saw the next case: a write to it fails.
+// Killed from outside (an operator, the OOM killer: SIGKILL), it is replaced once and the case runs;
+// one that ends by itself after answering a case may have been broken by that case, so the next
+// case is an ERROR naming it rather than the crash passing unrecorded.
+TEST(WorkerProtocol, AWorkerThatDiedIdleBetweenCasesIsReplacedOnceWhereKilledFromOutside) {
   const fs::path dir = fs::temp_directory_path() / ("d9m_worker_idle_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const fs::path script = dir / "fake_worker.sh", marker = dir / "answered_once";
-  // Each process answers its case; the first then closes its input, marks and exits.
-  std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\n"
-                           "echo '{\"result\": {\"kind\": \"ran\", \"input_digest\": \"in\", \"detail\": \"\", \"claim\": null,"
-                           " \"trials\": [[\"d\", 1, null], [\"d\", 1, null]], \"device_lost\": false}}'\n"
-                           "if [ ! -e '" << marker.string() << "' ]; then exec 0<&-; : > '" << marker.string()
-                        << "'; exit 1; fi\nexec cat > /dev/null\n";
-  fs::permissions(script, fs::perms::owner_all);
   const Catalog cat = default_catalog(Registry::global());
   const CatalogConfig& cc = cat.configs.front();
   const CaseRequest req{&cc, Registry::global().variants_of(cc.op->name).front(), 2, std::nullopt};
-  Worker worker(WorkerOptions{script.string(), &cat, 1, 20});
-  std::optional<CaseExecution> r = worker.run(req, false, 0, nullptr, [] { return false; });
-  ASSERT_TRUE(r.has_value());
-  ASSERT_EQ(r->kind, CaseExecution::Kind::ran) << r->detail;
-  for (int i = 0; i < 500 && !fs::exists(marker); ++i) ::usleep(10000);
-  ::usleep(300000);  // the first process has exited by now: its pipe is closed
-  r = worker.run(req, false, 0, nullptr, [] { return false; });
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->kind, CaseExecution::Kind::ran) << r->detail;
-  EXPECT_EQ(r->input_digest, "in");
+  for (const std::string end : {"kill -KILL $$", "exit 1"}) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path script = dir / "fake_worker.sh", marker = dir / "answered_once";
+    // Each process answers its case; the first then marks and ends (`end`).
+    std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\n"
+                             "echo '{\"result\": {\"kind\": \"ran\", \"input_digest\": \"in\", \"detail\": \"\", \"claim\": null,"
+                             " \"trials\": [[\"d\", 1, null], [\"d\", 1, null]], \"device_lost\": false}}'\n"
+                             "if [ ! -e '" << marker.string() << "' ]; then : > '" << marker.string() << "'; " << end
+                          << "; fi\nexec cat > /dev/null\n";
+    fs::permissions(script, fs::perms::owner_all);
+    {
+      Worker worker(WorkerOptions{script.string(), &cat, 1, 20});
+      std::optional<CaseExecution> r = worker.run(req, false, 0, nullptr, [] { return false; });
+      ASSERT_TRUE(r.has_value());
+      ASSERT_EQ(r->kind, CaseExecution::Kind::ran) << r->detail;
+      for (int i = 0; i < 500 && !fs::exists(marker); ++i) ::usleep(10000);
+      ::usleep(300000);  // the first process has ended by now: its pipe is closed
+      r = worker.run(req, false, 0, nullptr, [] { return false; });
+      ASSERT_TRUE(r.has_value());
+      if (end == "exit 1") {
+        EXPECT_EQ(r->kind, CaseExecution::Kind::error);
+        EXPECT_EQ(r->detail, "the worker process exited with status 1 after it answered " + cc.op->name + "/" + cc.name + "/" +
+                                 req.variant->name + ", before it took this case (the crash may be that case's doing)");
+      } else {
+        EXPECT_EQ(r->kind, CaseExecution::Kind::ran) << r->detail;
+        EXPECT_EQ(r->input_digest, "in");
+      }
+    }  // the worker ends before its folder goes
+  }
   fs::remove_all(dir);
 }
 
