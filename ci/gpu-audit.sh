@@ -25,7 +25,10 @@
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
 #   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials (0 skips it), and
 #                             those of the conv backprops' sort-based cuda.ordered (seconds a trial)
-#   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200)
+#   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200,
+#                             searching at every step; it now searches at the first step of a trial)
+#   D9M_LONG_PIPELINE_STEPS=100  the cnn pipeline's GPU settings again at this many steps a trial (0: not),
+#                             at D9M_PIPELINE_TRIALS: how a race's difference grows over a training run
 #
 # The exit code is the first nonzero one of the GPU tests, the unit tests, the GPU runs, the CPU
 # run and the report's verdict (1: a claim was broken).
@@ -37,6 +40,7 @@ gpu_trials=${D9M_GPU_TRIALS:-200}
 library_trials=${D9M_LIBRARY_TRIALS:-1000}
 cpu_trials=${D9M_CPU_TRIALS:-20}
 pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
+long_steps=${D9M_LONG_PIPELINE_STEPS:-100}
 all_stages="tests libraries others cpu models hook bench peer"
 read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
 stages=" ${stage_list[*]} "
@@ -181,6 +185,16 @@ if stage others; then
   # above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
   say "trace diff: the GPU run's pipelines"
   "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
+  if ((long_steps > 0)); then
+    # Issue 14's evidence: the CNN training step's GPU settings over a longer run (the atomic ones
+    # diverge, the ordered one does not), and where each first diverged, with the chart.
+    say "audit: the cnn pipeline's GPU settings at $long_steps steps, $pipeline_trials trials each"
+    audit --backend cuda -n "$pipeline_trials" --pipeline cnn --steps "$long_steps"
+    say "trace diff: the cnn pipeline at $long_steps steps"
+    for format in md html; do
+      "$d9m" trace diff --db "$out/d9m.sqlite" --format "$format" -o "$out/trace-diff-$long_steps-steps.$format" 2>&1 | tee -a "$log"
+    done
+  fi
 fi
 if stage cpu; then
   say "audit: CPU backend, $cpu_trials trials per case"

@@ -26,6 +26,7 @@ struct RunArgs {
   std::string catalog, profile = "default", backend = "all", db = "d9m.sqlite", save_outputs;
   std::vector<std::string> ops, variants, configs, pipelines;
   std::int64_t trials = 20;
+  std::int64_t steps = 0;  // --steps: every pipeline's step count (0: the catalogue's)
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   bool quiet = false, ctest = false, no_canaries = false, resume = false, no_isolation = false;
   double timeout = 300;
@@ -55,10 +56,15 @@ int run(const RunArgs& a) {
     } catch (const Error&) {
     }
   }
-  const Catalog cat = load_catalog(a.catalog, a.profile);
+  Catalog cat = load_catalog(a.catalog, a.profile);
+  // Pipelines run in this process, never in a worker: the catalogue the workers read needs no change.
+  if (a.steps > 0)
+    for (auto& pl : cat.pipelines) pl.set_steps(a.steps);
   const Selection sel{a.backend, a.ops, a.variants, a.configs, a.pipelines};
   const auto cases = plan_cases(cat, Registry::global(), sel);
   const auto pipelines = plan_pipelines(cat, sel);
+  if (a.steps > 0 && pipelines.empty())
+    fail_usage("--steps sets the steps of the pipelines, and this run has none (--pipeline GLOB selects them)");
   if (!a.save_outputs.empty()) {
     // Every place the outputs go, the controls' included, is checked before the store is
     // created or migrated: an output folder that cannot be written leaves the store untouched.
@@ -124,6 +130,9 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_option("--config", o->configs, "only configs matching these globs");
   c->add_option("--pipeline", o->pipelines,
                 "only pipelines matching these globs (alone: no config runs; without it, --op, --variant and --config run no pipeline)");
+  c->add_option("--steps", o->steps,
+                "steps a trial for every pipeline of the run, instead of the catalogue's (the case's config is then N_steps)")
+      ->check(CLI::Range(std::int64_t{1}, kMaxPipelineSteps));
   c->add_option("--threads", o->threads, "CPU worker threads")->check(CLI::Range(1u, 1024u));
   c->add_option("--db", o->db, "store file");
   auto* catalog = c->add_option("--catalog", o->catalog, "catalogue JSON replacing the built-in one");

@@ -92,7 +92,14 @@ struct CatalogPipeline {
   std::vector<std::string> unavailable;  // settings that need GPU variants this build lacks
   nlohmann::json definition;  // canonical: name, steps, dtype, seed, and the ops (without variants)
   std::string config_id;      // SHA-256 of the definition, 16 hex digits
+
+  // Another step count than the catalogue's (`d9m run --steps`), with the definition and its id:
+  // a pipeline of other length is another case (config "N_steps"), and its traces another
+  // pipeline's. `steps` in [1, kMaxPipelineSteps].
+  void set_steps(std::int64_t steps);
 };
+
+inline constexpr std::int64_t kMaxPipelineSteps = 100000;
 
 struct Catalog {
   std::string source;  // file name, or "<default>"

@@ -8,6 +8,7 @@
 
 #include "harness/core/catalog.h"
 #include "harness/core/digest.h"
+#include "harness/core/error.h"
 #include "harness/core/files.h"
 
 namespace d9m {
@@ -60,8 +61,8 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
     pl.description = it->get<std::string>();
   }
   if (auto it = p.find("steps"); it != p.end()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > 100000)
-      v.fail(path + ".steps", "expected an integer in [1, 100000], got " + json_text(*it));
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > kMaxPipelineSteps)
+      v.fail(path + ".steps", "expected an integer in [1, " + std::to_string(kMaxPipelineSteps) + "], got " + json_text(*it));
     pl.steps = it->get<std::int64_t>();
   }
   if (auto it = p.find("seed"); it != p.end()) pl.seed = parse_seed(v, *it, path + ".seed");
@@ -221,6 +222,13 @@ CatalogPipeline parse_pipeline(const JsonFields& v, const json& p, const std::st
 }
 
 }  // namespace
+
+void CatalogPipeline::set_steps(std::int64_t n) {
+  if (n < 1 || n > kMaxPipelineSteps) fail_internal("pipeline " + name + ": " + std::to_string(n) + " steps");
+  steps = n;
+  definition["steps"] = n;
+  config_id = sha256_hex(json_text(definition)).substr(0, 16);
+}
 
 std::vector<CatalogPipeline> parse_pipelines(const JsonFields& v, const json& pipelines, const Registry& registry) {
   if (!pipelines.is_array() || pipelines.empty()) v.fail("pipelines", "expected a non-empty array of pipelines");

@@ -119,6 +119,15 @@ cp "$T/s.sqlite" "$T/before.sqlite"
 sed 's/"steps": 3/"steps": 4/' "$T/p.json" > "$T/p4.json"
 "$D9M" run --catalog "$T/p4.json" -n 2 --db "$T/other.sqlite" --no-canaries --pipeline bias_fit -q 2> /dev/null
 "$D9M" trace diff "$T/s.sqlite" "$T/other.sqlite" 2> "$T/err"; check "a trace of another pipeline" 2 $? "$T/err" 'is another pipeline'
+# --steps: the catalogue's pipeline at 4 steps is the pipeline written with 4 (one definition, one
+# id, traces that compare), and another case than the 3-step one; without a pipeline it is refused.
+"$D9M" run --catalog "$T/p.json" --steps 4 -n 2 --db "$T/steps.sqlite" --no-canaries --pipeline bias_fit -q 2> /dev/null
+config_ids() { python3 -c "import sqlite3,sys; print(sorted(set(r[0] for r in sqlite3.connect(sys.argv[1]).execute('SELECT config || \" \" || config_id FROM cases WHERE op = \"pipeline:bias_fit\"'))))" "$1"; }
+[[ $(config_ids "$T/steps.sqlite") == "$(config_ids "$T/other.sqlite")" && $(config_ids "$T/steps.sqlite") == *4_steps* ]] ||
+  { echo "FAIL: --steps 4 is not the pipeline written with 4 steps: $(config_ids "$T/steps.sqlite") vs $(config_ids "$T/other.sqlite")"; failures=$((failures + 1)); }
+"$D9M" trace diff "$T/steps.sqlite" "$T/other.sqlite" --setting ordered > /dev/null 2> "$T/err"; check "--steps: traces compare with the pipeline written so" 0 $?
+"$D9M" run --profile quick --steps 4 --op bias_add --db "$T/new.sqlite" 2> "$T/err"; check "--steps without a pipeline" 2 $? "$T/err" '--steps sets the steps of the pipelines, and this run has none'
+"$D9M" run --catalog "$T/p.json" --steps 0 --pipeline bias_fit --db "$T/new.sqlite" 2> "$T/err"; check "--steps 0" 2 $? "$T/err" 'steps'
 sed 's/"output": "b", "variant"/"output": "g", "variant"/' "$T/p.json" > "$T/twice.json"
 "$D9M" run --catalog "$T/twice.json" -n 2 --db "$T/new.sqlite" 2> "$T/err"
 check "a tensor written twice" 2 $? "$T/err" 'twice.json: pipelines\[0\]\.ops\[1\]\.output: "g" is already written by grad'

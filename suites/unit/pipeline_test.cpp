@@ -75,6 +75,20 @@ TEST(PipelineCatalog, ParsesStateDataFlowAndSettings) {
   EXPECT_NE(pipeline_case_record(pl, pl.settings[0], "i").id, pipeline_case_record(pl, pl.settings[1], "i").id);
 }
 
+// `d9m run --steps N`: the pipeline at N steps is the one written with N, identity included.
+TEST(PipelineCatalog, AnotherStepCountIsThePipelineWrittenWithIt) {
+  Catalog cat = parse_catalog(bias_pipeline("cpu.ordered", 3), "p.json", Registry::global());
+  const Catalog seven = parse_catalog(bias_pipeline("cpu.ordered", 7), "p.json", Registry::global());
+  CatalogPipeline& pl = cat.pipelines.at(0);
+  const std::string three_id = pl.config_id;
+  pl.set_steps(7);
+  EXPECT_EQ(pl.steps, 7);
+  EXPECT_EQ(pl.definition, seven.pipelines.at(0).definition);
+  EXPECT_EQ(pl.config_id, seven.pipelines.at(0).config_id);
+  EXPECT_NE(pl.config_id, three_id);
+  EXPECT_EQ(pipeline_case_record(pl, pl.settings.at(0), "i").id, pipeline_case_record(seven.pipelines.at(0), seven.pipelines.at(0).settings.at(0), "i").id);
+}
+
 TEST(PipelineCatalog, RefusesBadPipelinesNamingTheField) {
   // An edge whose element count does not match: move_b made with 4 channels reads the 3 of g.
   const std::string small = R"("n": 1, "h": 1, "w": 1, "c": 3)";
