@@ -6,8 +6,8 @@
 # cross-implementation equality can be read from it; the GPU and PyTorch cases of the models
 # profile (the layer shapes of real networks); the PyTorch hook; the benchmarks and the peer comparison; then
 # the reports. Everything goes under OUT (first argument, or $OUT, or out/gpu-audit):
-# d9m.sqlite, report.md, report.json, trace-diff.md, fingerprint.json, nvidia-smi.txt, bench.json,
-# log.txt.
+# d9m.sqlite, report.md, report.json, trace-diff.md, trace-diff-100-steps.md and .html,
+# fingerprint.json, nvidia-smi.txt, bench.json, log.txt.
 #
 #   ci/gpu-audit.sh [OUT]
 #   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing), or a
@@ -41,6 +41,7 @@ library_trials=${D9M_LIBRARY_TRIALS:-1000}
 cpu_trials=${D9M_CPU_TRIALS:-20}
 pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
 long_steps=${D9M_LONG_PIPELINE_STEPS:-100}
+[[ $long_steps =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_LONG_PIPELINE_STEPS must be a number of steps (0: none), not '$long_steps'" >&2; exit 2; }
 all_stages="tests libraries others cpu models hook bench peer"
 read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
 stages=" ${stage_list[*]} "
@@ -189,11 +190,19 @@ if stage others; then
     # Issue 14's evidence: the CNN training step's GPU settings over a longer run (the atomic ones
     # diverge, the ordered one does not), and where each first diverged, with the chart.
     say "audit: the cnn pipeline's GPU settings at $long_steps steps, $pipeline_trials trials each"
+    lines_before=$(wc -l < "$log")
     audit --backend cuda -n "$pipeline_trials" --pipeline cnn --steps "$long_steps"
-    say "trace diff: the cnn pipeline at $long_steps steps"
-    for format in md html; do
-      "$d9m" trace diff --db "$out/d9m.sqlite" --format "$format" -o "$out/trace-diff-$long_steps-steps.$format" 2>&1 | tee -a "$log"
-    done
+    # That run by its id (its "d9m: run ID: N cases" line), never "the newest run with traces",
+    # which is the 5-step run above where this one stored none.
+    long_run=$(tail -n +"$((lines_before + 1))" "$log" | sed -n 's/^d9m: run \([0-9a-f]*\): .*/\1/p' | tail -1)
+    if [[ -n $long_run ]]; then
+      say "trace diff: the cnn pipeline at $long_steps steps (run $long_run)"
+      for format in md html; do
+        "$d9m" trace diff "$out/d9m.sqlite@run:$long_run" --format "$format" -o "$out/trace-diff-$long_steps-steps.$format" 2>&1 | tee -a "$log"
+      done
+    else
+      say "the cnn pipeline at $long_steps steps stored no run: no trace diff"
+    fi
   fi
 fi
 if stage cpu; then

@@ -77,7 +77,7 @@ int run(const RunArgs& a) {
     fail_environment("cannot find this executable (/proc/self/exe) to start worker processes; --no-isolation runs without");
   Store store = Store::open(a.db, Store::Mode::read_write);
   if (!store.notice().empty()) std::fprintf(stderr, "d9m: %s\n", store.notice().c_str());
-  check_fingerprint_ids(store);  // the verdict could not be read back after the run
+  check_fingerprint_ids(store);  // no evidence added to an edited store (nor a verdict unreadable after the run)
   RunOptions opt;
   opt.resume = a.resume;
   opt.case_timeout_s = a.timeout;

@@ -250,7 +250,7 @@ std::optional<CaseExecution> Worker::run(const CaseRequest& req, bool canary_cat
   if (undelivered && !started_here) {
     // A worker that died while idle (between cases, or one started before the run's catalogue,
     // cli/run.cpp, through the run's whole start). The write failed, so this case never reached
-    // it. Killed from outside (the OOM killer, an operator), or before it took any case, it is
+    // it. Killed from outside (the OOM killer, kill -9), or before it took any case, it is
     // replaced once and the case runs in the new one. One that crashed by itself after answering
     // a case may have been broken by that case: this case is an ERROR saying so, as the crash
     // must not pass unrecorded. (A worker that dies after the request was written may have

@@ -66,8 +66,8 @@ class Worker {
   // Runs one case in the worker, starting one if none is alive. A worker that dies, or is killed
   // by the watchdog, gives a result of kind error with the reason, and this worker is replaced
   // on the next call. One found dead before the case reached it is replaced at once, and the case
-  // runs in the new one, where it died before its catalogue or was killed from outside (SIGKILL,
-  // SIGTERM); one that failed by itself after answering a case makes this case an ERROR naming
+  // runs in the new one, where it died before its catalogue or was killed from outside (SIGKILL);
+  // one that failed by itself after answering a case makes this case an ERROR naming
   // that case (its crash may be that case's doing). `stop()` is polled several times a second; when it returns true the
   // worker is killed and the call returns nullopt (a case cut short is not evidence).
   std::optional<CaseExecution> run(const CaseRequest& req, bool canary_catalog, std::int64_t config_index,
@@ -77,7 +77,8 @@ class Worker {
   void kill_and_reap();
   void reaped();  // pid_ was waited for: what it left behind is removed, and it is forgotten
   // Why the worker ended, after it did; `outside` (where given) says whether it was killed from
-  // outside (SIGKILL, SIGTERM: the OOM killer, an operator) rather than failing by itself.
+  // outside (SIGKILL: the OOM killer, kill -9; or SIGTERM, which a worker otherwise ignores)
+  // rather than failing by itself.
   std::string reap_reason(bool* outside = nullptr);
   WorkerOptions opt_;
   pid_t pid_ = -1;

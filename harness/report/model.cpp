@@ -97,9 +97,10 @@ std::vector<CrossCheck> cross_checks(const ReportData& data) {
       check(r, *own);
       continue;
     }
-    // Across stacks only where neither side is a framework's kernel: those stacks differ in the
-    // framework's version, which a framework's own kernels (PyTorch's) depend on.
-    if (r->role == Role::framework) continue;
+    // Across stacks only to a partner that is not a framework's kernel: those stacks differ in the
+    // framework's version, which a framework's own kernels (PyTorch's) depend on. (A framework
+    // kernel's claim to d9m's own bits is checked: its digest is from its own stack, and the
+    // partner's bits do not depend on the framework.)
     for (const auto* p : it->second)
       if (p->role != Role::framework) check(r, p);
   }

@@ -118,8 +118,9 @@ struct ReportData {
 
 // Refuses (a store fault naming it) a store holding a fingerprint whose id is not the SHA-256 of
 // its canonical text: an edited fingerprint makes a stack of its own and unpairs the claims checked
-// across stacks. Every report checks it while loading; `d9m run` checks it before its first case,
-// so that a run into such a store does no work it could not judge.
+// across stacks. Every report checks the fingerprints its runs use while loading; `d9m run` checks
+// every one (as `d9m verify` does) before its first case: it adds no evidence to an edited store,
+// and does no work whose verdict it could not read back.
 void check_fingerprint_ids(const Store& store);
 
 // Loads every run, or only `run_id`'s when given.

@@ -165,8 +165,9 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
 }
 
 // A framework's own kernels depend on the framework's version, in which such stacks differ: a
-// claim to or from one of them is checked on its own stack only.
-TEST(Report, AFrameworkKernelsCrossClaimIsNotCheckedAcrossStacks) {
+// claim to one of them is checked on its own stack only. A framework kernel's claim to d9m's own
+// bits is checked across them (the partner's bits do not depend on the framework).
+TEST(Report, AFrameworkKernelsBitsArePairedOnItsOwnStackOnly) {
   Fixture f;
   Store s = Store::open(f.path, Store::Mode::read_write);
   const std::string a = begin(s, with_torch(1));
@@ -176,10 +177,14 @@ TEST(Report, AFrameworkKernelsCrossClaimIsNotCheckedAcrossStacks) {
   const std::string b = begin(s, {{"stack", 1}, {"torch", {{"torch", "2.12.0"}}}});
   put(s, b, "torch.default", "deterministic", {"y", "y", "y"}, "torch.deterministic");
   put(s, b, "cpu.ordered", "deterministic", {"y", "y", "y"}, "torch.deterministic");
+  put(s, b, "torch.compiled", "deterministic", {"z", "z", "z"}, "cpu.serial");
   s.finish_run(b, "complete");
   const StatusModel m = build_status_model(load_report_data(s));
-  EXPECT_TRUE(m.cross.empty());
-  EXPECT_TRUE(m.verdict.held());
+  ASSERT_EQ(m.cross.size(), 1u);
+  EXPECT_EQ(m.cross[0].result->variant, "torch.compiled");
+  EXPECT_EQ(m.cross[0].partner, "cpu.serial");
+  ASSERT_EQ(m.verdict.failures.size(), 1u);
+  EXPECT_EQ(m.verdict.failures[0].kind, Failure::Kind::cross_implementation);
 }
 
 // A claimant whose own stack has the partner is checked against that one only, even where a

@@ -142,11 +142,12 @@ TEST(WorkerProtocol, AWorkerThatDiedIdleBetweenCasesIsReplacedOnceWhereKilledFro
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path script = dir / "fake_worker.sh", marker = dir / "answered_once";
-    // Each process answers its case; the first then marks and ends (`end`).
+    // Each process answers its case; the first then closes its input (a write to it fails whatever
+    // the timing), marks and ends (`end`).
     std::ofstream(script) << "#!/bin/sh\nread catalog\nread request\n"
                              "echo '{\"result\": {\"kind\": \"ran\", \"input_digest\": \"in\", \"detail\": \"\", \"claim\": null,"
                              " \"trials\": [[\"d\", 1, null], [\"d\", 1, null]], \"device_lost\": false}}'\n"
-                             "if [ ! -e '" << marker.string() << "' ]; then : > '" << marker.string() << "'; " << end
+                             "if [ ! -e '" << marker.string() << "' ]; then exec 0<&-; : > '" << marker.string() << "'; " << end
                           << "; fi\nexec cat > /dev/null\n";
     fs::permissions(script, fs::perms::owner_all);
     {
