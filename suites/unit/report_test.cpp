@@ -179,7 +179,8 @@ TEST(Report, AFrameworkKernelsBitsArePairedOnItsOwnStackOnly) {
   put(s, b, "cpu.ordered", "deterministic", {"y", "y", "y"}, "torch.deterministic");
   put(s, b, "torch.compiled", "deterministic", {"z", "z", "z"}, "cpu.serial");
   s.finish_run(b, "complete");
-  const StatusModel m = build_status_model(load_report_data(s));
+  const ReportData d = load_report_data(s);  // the model points into it
+  const StatusModel m = build_status_model(d);
   ASSERT_EQ(m.cross.size(), 1u);
   EXPECT_EQ(m.cross[0].result->variant, "torch.compiled");
   EXPECT_EQ(m.cross[0].partner, "cpu.serial");
