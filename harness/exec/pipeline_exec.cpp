@@ -218,6 +218,12 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
   }
 
   const std::size_t ops = pl.ops.size();
+  // What keys an autotuning op's choice within a trial: its variant on its shape (made once here,
+  // not at every call).
+  std::vector<std::string> shapes;
+  for (std::size_t k = 0; k < ops; ++k)
+    shapes.push_back(s.variants[k]->name + "\n" + pl.ops[k].config.op->name + "\n" + pl.ops[k].config.params_json.dump() + "\n" +
+                     std::string(dtype_name(pl.ops[k].config.dtype)) + "\n" + pl.ops[k].config.math);
   std::vector<HostTensor> first_outputs;  // trial 0's, by step * ops + position
   std::vector<std::string> first_digests;
   std::vector<Value> first_state;
@@ -253,8 +259,7 @@ PipelineExecution PipelineHost::run(const CatalogPipeline& pl, const PipelineSet
             inputs.push_back(copy_as(op.config.problem.inputs[i], val->tensor));
             input_digests.push_back(val->digest);
           }
-          const std::string shape = v.name + "\n" + op.config.op->name + "\n" + op.config.params_json.dump() + "\n" +
-                                    std::string(dtype_name(op.config.dtype)) + "\n" + op.config.math;
+          const std::string& shape = shapes[k];
           OnceChoice choice;
           if (const auto c = chosen.find(shape); c != chosen.end()) choice.replay = c->second;
           const auto start = std::chrono::steady_clock::now();
