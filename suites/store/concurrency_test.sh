@@ -10,16 +10,20 @@ trap 'rm -rf "$T"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 WRITERS=8
-N=50
+N=50  # trials: 18 cases of them make 144 write transactions over the eight writers
 pids=()
 for ((w = 0; w < WRITERS; w++)); do
-  "$D9M" run --backend cpu --op 'bias_add*' --op scatter_add --op unsorted_segment_sum -n $N --threads 1 -q \
+  "$D9M" run --profile quick --backend cpu --op 'bias_add*' --op scatter_add --op unsorted_segment_sum -n $N --threads 1 -q \
     --db "$T/s.sqlite" > /dev/null 2> "$T/w$w.err" &
   pids+=($!)
 done
-readers_ok=0
-for ((r = 0; r < 20; r++)); do  # readers while the writers write (the store may not exist yet)
+writing() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && return 0; done; return 1; }
+# Readers while the writers write, up to 20 reports. The store appears only once a writer has
+# started (a while under the sanitizers): before, a reader that waited a fixed second saw none.
+readers_ok=0 r=0
+while ((r < 20)) && writing; do
   if [[ -e $T/s.sqlite ]]; then
+    r=$((r + 1))
     out=$("$D9M" report --db "$T/s.sqlite" --format csv 2>&1 > /dev/null)
     rc=$?
     if ((rc == 0 || rc == 1)); then readers_ok=$((readers_ok + 1)); else fail "a reader failed during the writes (exit $rc): $out"; fi
@@ -51,4 +55,5 @@ total = db.execute("select count(*) from trials").fetchone()[0]
 print(f"{writers} writers: {len(runs)} runs, {sum(claimed.values())} case rows, {total} trial rows, none lost")
 PY
 echo "readers during the writes: $readers_ok succeeded"
+((readers_ok > 0)) || fail "no reader read the store while the writers wrote"
 exit $((failures > 0))
