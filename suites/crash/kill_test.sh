@@ -52,29 +52,31 @@ with open(log, "a") as err:
 PY
 }
 
-# check_interrupted DB: integrity, and no run that looks alive.
+# check_after_kill DB WHAT: integrity, and no run that looks alive. Sets STATE: none (killed
+# before the run was recorded), complete, or pending (to resume). One Python for all the store's
+# checks: each start of it (and of sqlite3) costs more than some of d9m's commands.
 check_after_kill() {
   local db=$1 what=$2
+  STATE=none
   [[ -e $db ]] || return 0  # killed before the store existed: nothing to check
-  python3 - "$db" <<'PY' || fail "$what: the store after SIGKILL"
-import sqlite3, sys
+  # d9m reads a run whose process is gone as interrupted; after a complete run there is none.
+  "$D9M" report --db "$db" --format json -o "$T/k.json" 2> "$T/err" || [[ $? == 1 ]] || { cat "$T/err"; fail "$what: report after SIGKILL"; }
+  python3 - "$db" "$T/k.json" > "$T/state" <<'PY' || fail "$what: the store after SIGKILL"
+import json, sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 ok = c.execute("PRAGMA integrity_check").fetchall()
 assert ok == [("ok",)], ok
-PY
-  # d9m reads a run whose process is gone as interrupted; after a complete run there is none.
-  "$D9M" report --db "$db" --format json -o "$T/k.json" 2> "$T/err" || [[ $? == 1 ]] || { cat "$T/err"; fail "$what: report after SIGKILL"; }
-  python3 - "$T/k.json" "$db" <<'PY' || fail "$what: run state after SIGKILL"
-import json, sqlite3, sys
-r = json.load(open(sys.argv[1]))
-states = [s for (s,) in sqlite3.connect(sys.argv[2]).execute("select state from runs")]
+states = [s for (s,) in c.execute("select state from runs")]
 assert len(states) <= 1, states
 # a run the kill cut short reads as interrupted, though nothing could write that down
 if states and states != ["complete"]:
+    r = json.load(open(sys.argv[2]))
     assert r["interrupted_runs"] == 1, (states, r["interrupted_runs"])
+print("none" if not states else "complete" if states == ["complete"] else "pending")
 PY
+  STATE=$(< "$T/state")
   "$D9M" verify --db "$db" > "$T/v" 2>&1 || { cat "$T/v"; fail "$what: verify after SIGKILL"; }
-  if [[ $(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"select count(*) from runs where state!='complete'\").fetchone()[0])" "$db") != 0 ]]; then
+  if [[ $STATE == pending ]]; then
     grep -q "interrupted" "$T/v" || { cat "$T/v"; fail "$what: verify does not call the dead run interrupted"; }
   fi
 }
@@ -105,15 +107,6 @@ assert dup == 0
 PY
 }
 
-# state DB: none (killed before the run was recorded), complete, or pending (to resume).
-state() {
-  [[ -e $1 ]] || { echo none; return; }
-  python3 -c "
-import sqlite3, sys
-s = [r[0] for r in sqlite3.connect(sys.argv[1]).execute('select state from runs')]
-print('none' if not s else 'complete' if s == ['complete'] else 'pending')" "$1"
-}
-
 # Rounds go on until ROUNDS kills have hit a run in progress (a kill that came just after the
 # last case does not count), at most 3 x ROUNDS rounds.
 hits=0 early=0 finished=0 round=0
@@ -122,7 +115,7 @@ while ((hits < ROUNDS && round < 3 * ROUNDS)); do
   db=$T/s$round.sqlite
   kill_at "$db"
   check_after_kill "$db" "round $round"
-  case $(state "$db") in
+  case $STATE in
     complete)
       finished=$((finished + 1))
       compare_with_reference "$db" "round $round (not interrupted)"
@@ -138,7 +131,7 @@ while ((hits < ROUNDS && round < 3 * ROUNDS)); do
       fi
       ;;
   esac
-  if [[ $(state "$db") != complete ]]; then
+  if [[ $STATE != complete ]]; then
     "$D9M" "${ARGS[@]}" --resume --db "$db" > /dev/null 2> "$T/err" || { cat "$T/err"; fail "round $round: --resume"; continue; }
   fi
   "$D9M" verify --db "$db" > "$T/v" 2>&1 || { cat "$T/v"; fail "round $round: verify after resume"; }
