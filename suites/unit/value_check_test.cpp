@@ -6,12 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/core/catalog.h"
+#include "harness/core/inputs.h"
 #include "harness/core/value_check.h"
 #include "harness/exec/case_exec.h"
 #include "harness/exec/runner.h"
@@ -321,6 +326,60 @@ TEST(ValueCheck, WhereTheOrderedVariantCannotRunTheSerialOneIsTheReference) {
   EXPECT_EQ(r.values->outcome, ValueCheck::Outcome::agrees) << r.values->reason;
   EXPECT_EQ(r.values->reference, "cpu.serial");
   EXPECT_EQ(beats, 2) << "one per trial; the heartbeat beats only while a reference takes over a second";
+}
+
+// The CPU executor, slowed by `delay` on every untimed run: a serial reference at model shapes.
+class SlowExecutor : public Executor {
+ public:
+  explicit SlowExecutor(std::chrono::milliseconds delay) : cpu_(make_cpu_executor(1)), delay_(delay) {}
+  std::optional<std::string> unavailable() const override { return cpu_->unavailable(); }
+  CaseOutcome run(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, std::int64_t trials,
+                  bool keep_first_output, const TrialCallback& after_trial) override {
+    return cpu_->run(v, p, inputs, trials, keep_first_output, after_trial);
+  }
+  HostTensor run_once(const VariantDef& v, const Problem& p, const std::vector<HostTensor>& inputs, OnceChoice* choice) override {
+    std::this_thread::sleep_for(delay_);
+    return cpu_->run_once(v, p, inputs, choice);
+  }
+  std::string memory_name() const override { return cpu_->memory_name(); }
+  bool on_device() const override { return false; }
+  std::optional<std::uint64_t> memory_free() const override { return cpu_->memory_free(); }
+  std::uint64_t memory_held(const Problem& p) const override { return cpu_->memory_held(p); }
+
+ private:
+  std::unique_ptr<Executor> cpu_;
+  std::chrono::milliseconds delay_;
+};
+
+// The watchdog waits for a case's next trial (--timeout); a reference computed after the last
+// trial may take longer than that at model shapes, and the case must not be killed as hung: the
+// checker beats every second while it computes one, and not at all when it computes none.
+TEST(ValueCheck, WhileAReferenceIsComputedTheWatchdogHearsABeatEverySecond) {
+  const Catalog cat = parse_catalog(R"({"schema": "d9m.catalog/1", "configs": [
+      {"op": "bias_add_grad", "name": "b", "params": {"n": 2, "h": 5, "w": 3, "c": 7}}]})",
+                                    "t.json", Registry::global());
+  const CatalogConfig& cc = cat.configs.at(0);
+  const VariantDef* atomic = Registry::global().find_variant("bias_add_grad", "cpu.atomic");
+  ASSERT_NE(atomic, nullptr);
+  const auto inputs = make_inputs(*cc.op, cc.problem, cc.seed);
+  auto cpu = make_cpu_executor(1);
+  const HostTensor output = cpu->run_once(*atomic, cc.problem, inputs);
+
+  const auto beats_while = [&](std::chrono::milliseconds delay, ValueChecker::References& refs) {
+    SlowExecutor slow(delay);
+    ValueChecker checker(slow);
+    std::atomic<int> beats{0};
+    const ValueCheck c = checker.check(cc, *atomic, inputs, refs, output, false, [&] { ++beats; });
+    EXPECT_EQ(c.outcome, ValueCheck::Outcome::agrees) << c.reason;
+    return beats.load();
+  };
+  ValueChecker::References refs;
+  const int slow_beats = beats_while(std::chrono::milliseconds(2600), refs);
+  EXPECT_GE(slow_beats, 2) << "a 2.6 s reference: a beat at 1 s and at 2 s";
+  EXPECT_LE(slow_beats, 3);
+  EXPECT_EQ(beats_while(std::chrono::milliseconds(2600), refs), 0) << "the reference is kept: nothing computed, no beat";
+  ValueChecker::References fresh;
+  EXPECT_EQ(beats_while(std::chrono::milliseconds(0), fresh), 0) << "a reference of under a second: no beat";
 }
 
 class ValueCheckRunTest : public test::ScratchDirTest {
