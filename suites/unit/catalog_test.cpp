@@ -10,6 +10,7 @@
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
 #include "harness/core/quick_profile.h"
+#include "kernels/attention/attention.h"
 #include "suites/unit/source_dir.h"
 
 namespace d9m {
@@ -70,6 +71,25 @@ TEST(Catalog, QuickProfileRunsEveryVariantTheDefaultOneRunsOnConfigsOfTheDefault
     EXPECT_TRUE(covered) << cc.op->name << ": no quick config checks batch invariance";
   }
   EXPECT_EQ(builtin_catalog("default", r).digest, all.digest);
+}
+
+// dQ of attention's backward is a sum over blocks of kKeyBlock keys (kernels/attention/attention.h):
+// at most one block per query row, the atomic variants add once onto zero and cannot race, and
+// the ordered ones order nothing. CI certifies the quick profile, so its configs must have rows
+// that see keys of two blocks or more (causal masks are top-left aligned: row i sees i + 1 keys).
+TEST(Catalog, QuickAttentionBackwardConfigsHaveRowsOverSeveralKeyBlocks) {
+  int checked = 0;
+  for (const auto& cc : builtin_catalog("quick", Registry::global()).configs) {
+    if (cc.op->name != "sdpa_bwd") continue;
+    const auto& p = cc.params_json;
+    attention::Geometry g;
+    g.seq_q = p.at("seq_q").get<std::int64_t>();
+    g.seq_kv = p.at("seq_kv").get<std::int64_t>();
+    g.causal = p.value("causal", false);
+    EXPECT_GT(g.keys_for(g.seq_q - 1), attention::kKeyBlock) << cc.name << ": no query row sees keys of two blocks";
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
 }
 
 // The quick catalogue is selected at build time (harness/tools/make_quick_catalog.cpp) and
