@@ -53,8 +53,9 @@ PY
 }
 
 # check_after_kill DB WHAT: integrity, and no run that looks alive. Sets STATE: none (killed
-# before the run was recorded), complete, or pending (to resume). One Python for all the store's
-# checks: each start of it (and of sqlite3) costs more than some of d9m's commands.
+# before the run was recorded), complete, pending (to resume), or error (a check failed). One
+# Python for all the store's checks: each start of it (and of sqlite3) costs more than some of
+# d9m's commands.
 check_after_kill() {
   local db=$1 what=$2
   STATE=none
@@ -75,6 +76,7 @@ if states and states != ["complete"]:
 print("none" if not states else "complete" if states == ["complete"] else "pending")
 PY
   STATE=$(< "$T/state")
+  [[ -n $STATE ]] || STATE=error  # the checks failed (counted above): nothing to resume
   "$D9M" verify --db "$db" > "$T/v" 2>&1 || { cat "$T/v"; fail "$what: verify after SIGKILL"; }
   if [[ $STATE == pending ]]; then
     grep -q "interrupted" "$T/v" || { cat "$T/v"; fail "$what: verify does not call the dead run interrupted"; }
@@ -119,6 +121,10 @@ while ((hits < ROUNDS && round < 3 * ROUNDS)); do
     complete)
       finished=$((finished + 1))
       compare_with_reference "$db" "round $round (not interrupted)"
+      rm -f "$db" "$db"-*
+      continue
+      ;;
+    error)
       rm -f "$db" "$db"-*
       continue
       ;;

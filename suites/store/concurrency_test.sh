@@ -31,7 +31,7 @@ while ((r < 20)) && writing; do
   sleep 0.05
 done
 for ((w = 0; w < WRITERS; w++)); do
-  wait "${pids[$w]}" || { cat "$T/w$w.err"; fail "writer $w exited $?"; }
+  wait "${pids[$w]}" || { rc=$?; cat "$T/w$w.err"; fail "writer $w exited $rc"; }
   grep -qi "locked\|busy" "$T/w$w.err" && { cat "$T/w$w.err"; fail "writer $w saw a busy store"; }
 done
 "$D9M" verify --db "$T/s.sqlite" > "$T/v" || { cat "$T/v"; fail "verify"; }
