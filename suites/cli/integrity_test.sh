@@ -86,17 +86,16 @@ for t in tables:
     cols = [r[1] for r in db.execute(f"pragma table_info({t})")]
     for i, row in enumerate(db.execute(f"select {', '.join(cols)} from {t}").fetchall()):
         where = " AND ".join(f"{c} IS {'NULL' if v is None else repr(v) if isinstance(v, str) else f'X{v.hex()!r}' if isinstance(v, bytes) else v}" for c, v in zip(cols, row))
-        edits = [] if t == "manifest_origin" else [
-            f"UPDATE {t} SET {c} = " + ("1" if v is None else f"{c} + 1000" if isinstance(v, int) else f"{c} + 0.5" if isinstance(v, float) else f"{c} || 'x'") + f" WHERE {where}"
-            for c, v in zip(cols, row)]
-        # the same value as d9m reads it, stored as another type (2.25 reads as 2, a BLOB as its text)
-        retypes = [] if t == "manifest_origin" else [
-            f"UPDATE {t} SET {c} = " + (f"{c} + 0.25" if isinstance(v, int) else f"CAST({c} AS BLOB)") + f" WHERE {where}"
-            for c, v in zip(cols, row) if isinstance(v, (int, str)) and (t, c) != ("trial_rows", "id")]  # a rowid is only ever an integer
         # Every column of a table's first row through the CLI, every row deleted; every column of
         # every row is IntegrityTest.EveryEditOfEveryColumnOfEveryRowOfEveryTableIsCaught's, in
         # process (a d9m verify a tampering: 330 of them took a minute under the sanitizers).
-        if i > 0: edits, retypes = [], []
+        edits = [] if t == "manifest_origin" or i > 0 else [
+            f"UPDATE {t} SET {c} = " + ("1" if v is None else f"{c} + 1000" if isinstance(v, int) else f"{c} + 0.5" if isinstance(v, float) else f"{c} || 'x'") + f" WHERE {where}"
+            for c, v in zip(cols, row)]
+        # the same value as d9m reads it, stored as another type (2.25 reads as 2, a BLOB as its text)
+        retypes = [] if t == "manifest_origin" or i > 0 else [
+            f"UPDATE {t} SET {c} = " + (f"{c} + 0.25" if isinstance(v, int) else f"CAST({c} AS BLOB)") + f" WHERE {where}"
+            for c, v in zip(cols, row) if isinstance(v, (int, str)) and (t, c) != ("trial_rows", "id")]  # a rowid is only ever an integer
         for s in edits + retypes + [f"DELETE FROM {t} WHERE {where}"]:
             tried += 1
             if verify(s) != 1: missed.append(s)
