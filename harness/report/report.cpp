@@ -23,7 +23,7 @@ std::string report_header(const ReportData& data) {
     << "   d9m versions: " << format::join(data.d9m_versions, ", ") << "\n";
   o << "# catalogue sha256: " << format::join(data.catalog_digests, ", ") << "\n";
   o << "# evidence sha256: " << data.evidence.digest << "   manifest heads: "
-    << (data.evidence.manifest_heads.empty() ? "none (a store older than schema 3)" : format::join(data.evidence.manifest_heads, ", "))
+    << (data.evidence.manifest_heads.empty() ? "none (no manifest: a store older than schema 3, or one whose manifest was dropped; `d9m verify` tells which)" : format::join(data.evidence.manifest_heads, ", "))
     << "\n";
   if (!data.selection.empty())
     o << "# selection: " << data.selection << " (the table and verdict cover only this part of the store; the evidence sha256 is "

@@ -417,6 +417,17 @@ void check_runs_in_manifest(sqlite3* db, const std::vector<RunFacts>& runs, cons
 
 void check_manifest(sqlite3* db, const Store& store, const std::vector<RunFacts>& runs, VerifyReport& v) {
   if (!manifest::present(db)) {
+    // Only a store written before schema 3 may lack it, and such a store has only chain v1 runs:
+    // without this, dropping the table hid every run deleted whole (a store claiming schema 3 or
+    // later, or a chain v2 run, is one that had a manifest).
+    std::int64_t v2 = 0;
+    for (const auto& r : runs) v2 += r.chain_version != 1;
+    if (store.schema_version() >= 3 || v2) {
+      v.problems.push_back("manifest: the table is missing (dropped), in a store of schema " + std::to_string(store.schema_version()) +
+                           (v2 ? " with " + std::to_string(v2) + " run(s) of chain v2, which only a store with a manifest writes" : "") +
+                           ": whole runs deleted could not be seen");
+      return;
+    }
     v.notes.push_back("a store of schema " + std::to_string(store.schema_version()) +
                       ": its runs use chain v1 and it has no manifest, so edited run metadata (host, versions, catalogue, "
                       "start time, fingerprint) and whole runs deleted cannot be detected; any write to it, or `d9m merge`, "

@@ -285,6 +285,11 @@ TEST_F(IntegrityTest, RunMetadataAndWholeRunsAreCovered) {
   EXPECT_TRUE(mentions(problems_after(p, pristine, whole), "is not in the store (deleted)"));
   // ...and with its events too: the events after them no longer follow.
   EXPECT_TRUE(mentions(problems_after(p, pristine, whole + "; DELETE FROM manifest WHERE run_id = " + a), "the event before it is missing"));
+  // ...and with the manifest dropped: only a store of schema 1 or 2 may have none, and it has
+  // only chain v1 runs (the store's version set back to 2 does not make it one).
+  EXPECT_TRUE(mentions(problems_after(p, pristine, whole + "; DROP TABLE manifest"), "manifest: the table is missing (dropped)"));
+  EXPECT_TRUE(mentions(problems_after(p, pristine, whole + "; DROP TABLE manifest; DROP TABLE manifest_origin; PRAGMA user_version = 2"),
+                       "run(s) of chain v2, which only a store with a manifest writes"));
 }
 
 // What the chain cannot show from inside the store (docs/ATTESTATION.md): the last run and its
