@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "harness/core/error.h"
 #include "harness/core/fingerprint.h"
 #include "harness/report/model.h"
+#include "harness/report/report.h"
 #include "harness/store/snapshot.h"
 #include "harness/store/verify.h"
 
@@ -157,6 +159,59 @@ bool names_a_selection(const std::string& text) {
   return text.find("# selection: ") != std::string::npos || text.find("<property name=\"selection\"") != std::string::npos;
 }
 
+// Whether `t` is a time as utc_now() writes it: "2026-11-27T09:41:00Z".
+bool is_utc_time(const std::string& t) {
+  static const std::string shape = "0000-00-00T00:00:00Z";
+  if (t.size() != shape.size()) return false;
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (shape[i] == '0' ? !std::isdigit(static_cast<unsigned char>(t[i])) : t[i] != shape[i]) return false;
+  return true;
+}
+
+// Whether `report` is `rendered` with one and the same UTC time wherever `rendered` has `slot`.
+bool same_but_for_the_time(const std::string& rendered, const std::string& slot, const std::string& report) {
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const std::size_t at = rendered.find(slot, from);
+    parts.push_back(rendered.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) break;
+    from = at + slot.size();
+  }
+  if (parts.size() == 1) return rendered == report;
+  if (report.compare(0, parts[0].size(), parts[0]) != 0) return false;
+  const std::size_t end = report.find(parts[1], parts[0].size());
+  if (end == std::string::npos) return false;
+  const std::string time = report.substr(parts[0].size(), end - parts[0].size());
+  if (!is_utc_time(time)) return false;
+  std::string expected = parts[0];
+  for (std::size_t i = 1; i < parts.size(); ++i) expected += time + parts[i];
+  return expected == report;
+}
+
+// The report must be the one this d9m renders from the store now, in the report's format, at the
+// time the report names. Its evidence digest binds only its header: without this, a report whose
+// cells or verdict were edited by hand ("ND" made "D", FAIL made PASS) was signed as the store's.
+void check_rendered_from(const Store& store, StoreReport& rendered, const std::string& report, const std::string& report_path,
+                         const std::string& store_sha256) {
+  const std::string slot = "d9m-attest-time-slot";
+  rendered.data().generated_at = slot;
+  rendered.data().store_sha256 = store_sha256;  // the audit report's identification
+  const std::size_t start = report.find_first_not_of(" \t\r\n");
+  const std::string head = start == std::string::npos ? "" : report.substr(start, 64);
+  const std::string format = head.rfind("{", 0) == 0                                               ? "json"
+                             : head.rfind("<?xml", 0) == 0                                         ? "junit"
+                             : head.rfind("<!DOCTYPE html", 0) == 0 || head.rfind("<html", 0) == 0 ? "html"
+                                                                                                   : "md";
+  for (const bool audit : {false, true}) {
+    if (audit && format != "md" && format != "html") break;
+    if (same_but_for_the_time(rendered.render(format, audit), slot, report)) return;
+  }
+  fail_usage(report_path + ": is not the report this d9m renders from " + store.path() + " now (" + format +
+             "): its text differs beyond the time it was rendered. A report edited after rendering is not signed; nor is one "
+             "rendered by another d9m build, or from the store named by another path: render it again with `d9m report --db " +
+             store.path() + " --format " + format + "` (and --audit if it was an audit report) and attest that file");
+}
+
 std::string first_problems(const std::vector<std::string>& problems) {
   return problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : "");
 }
@@ -257,8 +312,9 @@ json attest_store(const Store& store, const std::string& report_path) {
   std::string why;
   const auto store_sha = regular_file_sha256(store.path(), why);
   if (!store_sha) fail_environment(store.path() + ": " + why);
-  const ReportData data = load_report_data(store);
-  return make_statement(data, {{report_path, sha256_hex(report)}, {store.path(), *store_sha}});
+  StoreReport rendered(store);
+  check_rendered_from(store, rendered, report, report_path, *store_sha);
+  return make_statement(rendered.data(), {{report_path, sha256_hex(report)}, {store.path(), *store_sha}});
 }
 
 json make_envelope(const json& statement, const std::optional<std::string>& private_key_pem) {

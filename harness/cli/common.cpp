@@ -4,7 +4,6 @@
 
 #include "harness/core/error.h"
 #include "harness/core/files.h"
-#include "harness/report/report.h"
 
 namespace d9m::cli {
 
@@ -22,16 +21,6 @@ void write_output(const std::string& path, const std::string& text) {
 
 void check_output(const std::string& path) {
   if (!path.empty() && path != "-") check_output_file(path);
-}
-
-std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit) {
-  if (audit && format != "md" && format != "html") fail_usage("--audit goes with --format md or html");
-  if (format == "md") return render_markdown(data, model, audit);
-  if (format == "html") return render_html(data, model, audit);
-  if (format == "json") return render_json(data, model);
-  if (format == "junit") return render_junit(data, model);
-  if (format == "csv") return render_csv(data, model);
-  fail_usage("--format must be md, html, json, junit or csv, got '" + format + "'");
 }
 
 }  // namespace d9m::cli

@@ -18,7 +18,4 @@ void write_output(const std::string& path, const std::string& text);
 // check for standard output): a missing or unwritable folder fails at once, not after the work.
 void check_output(const std::string& path);
 
-// A report in `format` (md, html, json, junit, csv); `audit` goes with md and html.
-std::string render(const ReportData& data, const StatusModel& model, const std::string& format, bool audit);
-
 }  // namespace d9m::cli

@@ -1,5 +1,4 @@
 // d9m report: the evidence in a store, rendered in one of the report formats.
-#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -7,7 +6,6 @@
 #include "harness/cli/verbs.h"
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
-#include "harness/report/compare.h"
 #include "harness/report/report.h"
 #include "harness/store/snapshot.h"
 #include "harness/store/store.h"
@@ -36,19 +34,11 @@ int report(const ReportArgs& a) {
                        (v.problems.size() > 1 ? " (and " + std::to_string(v.problems.size() - 1) + " more)" : "") +
                        ". `d9m verify --db " + a.db + "` lists every fault");
   }
-  ReportData data = load_report_data(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id));
-  if (a.audit) data.store_sha256 = sha256_file(store.path());
-  if (!a.run_id.empty() && data.runs == 0) fail_usage("--run " + a.run_id + ": no such run in " + a.db);
-  select_stacks(data, a.stacks);
-  if (a.format == "md" || a.format == "html" || a.format == "json") {
-    std::vector<std::string> runs;  // the reported runs: of the selected stacks
-    for (const auto& r : data.run_rows)
-      if (std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; })) runs.push_back(r.id);
-    data.pipelines = pipeline_traces(store, runs);  // the same connection: inside the audit's snapshot
-  }
-  const StatusModel model = build_status_model(data);
-  write_output(a.output, render(data, model, a.format, a.audit));
-  return model.verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  // Every read on the same connection: inside the audit's snapshot.
+  StoreReport report(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id), a.stacks);
+  if (a.audit) report.data().store_sha256 = sha256_file(store.path());
+  write_output(a.output, report.render(a.format, a.audit));
+  return report.model().verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 
 }  // namespace

@@ -175,6 +175,24 @@ done
 grep -q '^# selection: stacks S1 ' a.md part.md && fail "item 7: a whole-store report names a selection"
 "$D9M" report --db a.sqlite --format md --stacks S1 -o part.md && grep -q '^# selection: stacks S1 ' part.md ||
   fail "item 7: a report of one stack does not name its selection"
+# A report edited after rendering keeps its store's evidence digest, which binds only its header
+# (found by review: a cell made "D" and a FAIL made PASS were signed). Only the time it was
+# rendered may differ from what d9m renders from the store now.
+"$D9M" report --db a.sqlite --format json -o a.json
+for f in md html json junit; do
+  python3 -c 'import sys; t = open(sys.argv[1]).read(); assert "NONDETERMINISTIC" in t; open(sys.argv[2], "w").write(t.replace("NONDETERMINISTIC", "DETERMINISTIC", 1))' a.$f edited.$f
+  "$D9M" attest --db a.sqlite --report edited.$f --key key.pem -o x.att 2> err; check "item 7: an edited $f report" 2 $? err "is not the report this d9m renders"
+  sed -E 's/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/1999-12-31T23:59:59Z/g' a.$f > retimed.$f
+  cmp -s a.$f retimed.$f && fail "item 7: the $f report names no time"
+  "$D9M" attest --db a.sqlite --report retimed.$f --key key.pem -o x.att 2> err; check "item 7: a $f report rendered at another time" 0 $?
+done
+for f in md html; do
+  "$D9M" report --db a.sqlite --format $f --audit -o audit.$f
+  "$D9M" attest --db a.sqlite --report audit.$f --key key.pem -o x.att 2> err; check "item 7: attest an audit $f report" 0 $?
+done
+# The audit report names its time twice (header, identification): once changed, it is two times.
+sed -E '0,/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/s//1999-12-31T23:59:59Z/' audit.md > retimed.md
+"$D9M" attest --db a.sqlite --report retimed.md --key key.pem -o x.att 2> err; check "item 7: a report naming two times" 2 $? err "is not the report this d9m renders"
 "$D9M" report --db a.sqlite --format csv -o a.csv
 "$D9M" attest --db a.sqlite --report a.csv --key key.pem -o x.att 2> err; check "item 7: a CSV report" 2 $? err "CSV report names no evidence digest"
 
