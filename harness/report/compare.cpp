@@ -241,7 +241,11 @@ BaselineCheck check_baseline(const ReportData& data, const Baseline& baseline, c
     pinned += static_cast<std::int64_t>(s.cases.size());
     const bool present = std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& x) { return x.id == s.id; });
     if (!present) {
-      c.notes.push_back("baseline stack " + s.id.substr(0, 12) + " (" + s.summary + ") is not in the store: not checked");
+      // Every case it pins is missing: a stack whose machine did not report, or whose driver or
+      // library changed (pin again when that was meant), checked nothing and must not pass.
+      c.notes.push_back("baseline stack " + s.id.substr(0, 12) + " (" + s.summary + ") is not in the store: its " +
+                        std::to_string(s.cases.size()) + " cases are missing");
+      for (const auto& bc : s.cases) c.missing.push_back(bc.op + "/" + bc.config + "/" + bc.variant + " on stack " + s.id.substr(0, 12));
       continue;
     }
     std::map<std::string, const CaseResult*> now;

@@ -137,6 +137,20 @@ TEST(Baseline, ABaselineOfAnotherCatalogueOrStackChecksNothingAndFails) {
   EXPECT_NE(e2.find("the store has S1 000000000000"), std::string::npos) << e2;
 }
 
+// A stack pinned and no longer in the store (its machine did not report, or its driver changed)
+// has every case missing: found by review, where it was a note and the check passed.
+TEST(Baseline, APinnedStackNotInTheStoreHasEveryCaseMissing) {
+  json two = json::parse(text_of(store_data()));
+  json other = two["stacks"][0];
+  other["id"] = hex('0', 64);
+  two["stacks"].push_back(other);
+  const BaselineCheck c = check_baseline(store_data(), parse_baseline(json_text(two), "base.json"), "base.json");
+  EXPECT_EQ(c.checked, 3);
+  EXPECT_TRUE(c.drifted.empty());
+  ASSERT_EQ(c.missing.size(), 3u);
+  EXPECT_EQ(c.missing[0], "bias_add_grad/small/cpu.serial on stack 000000000000");
+}
+
 TEST(Baseline, AStoreWithNothingToPinIsRefused) {
   ReportData d = store_data();
   d.results.erase(d.results.begin(), d.results.begin() + 2);  // the control alone
