@@ -101,6 +101,8 @@ struct Verdict {
     std::int64_t diverged = 0, cases = 0;
   };
   std::vector<Seen> nondeterministic_seen;
+  // Deterministic results claiming another implementation's bits with no partner to check them.
+  std::int64_t unpaired_claims = 0;
 
   bool held() const { return failures.empty(); }
   // The verdict in words, one line each: the counts, the nondeterministic variants seen, PASS or

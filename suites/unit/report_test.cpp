@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <set>
 
 #include "harness/core/digest.h"
@@ -161,7 +162,31 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   ASSERT_EQ(pv.warnings.size(), 1u);
   EXPECT_NE(pv.warnings[0].find("2 claim(s) to another implementation's bits had no partner in this selection"), std::string::npos)
       << pv.warnings[0];
-  EXPECT_TRUE(verdict_of(d).warnings.empty());  // the whole store: nothing unchecked to warn of
+  // The whole store: only cpu.fixed, on a machine that ran nothing it claims the bits of, was not
+  // checked, and the verdict says so (found by review: "each claim ... held" with none checked).
+  const Verdict whole = verdict_of(d);
+  ASSERT_EQ(whole.warnings.size(), 1u);
+  EXPECT_EQ(whole.unpaired_claims, 1);
+  EXPECT_NE(whole.warnings[0].find("1 claim(s) to another implementation's bits had no partner in the results and were not checked"),
+            std::string::npos)
+      << whole.warnings[0];
+}
+
+// A run of a variant claiming cpu.serial's bits, without cpu.serial: the claim is not checked, and
+// the PASS line says which claims held rather than "each claim to another implementation's bits".
+TEST(Report, APassWithAClaimLeftUncheckedSaysSo) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put(s, run, "cpu.ordered", "deterministic", {"x", "x", "x"}, "cpu.serial");
+  s.finish_run(run, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  ASSERT_TRUE(v.held());
+  EXPECT_EQ(v.unpaired_claims, 1);
+  const auto lines = v.lines();
+  const std::string all = std::accumulate(lines.begin(), lines.end(), std::string(), [](std::string a, const std::string& b) { return a + b + "\n"; });
+  EXPECT_NE(all.find("each claim to another implementation's bits that had its partner (1 had none: not checked) held"), std::string::npos) << all;
+  EXPECT_NE(all.find("WARNING: 1 claim(s) to another implementation's bits had no partner"), std::string::npos) << all;
 }
 
 // A framework's own kernels depend on the framework's version, in which such stacks differ: a
