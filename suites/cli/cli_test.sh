@@ -171,6 +171,12 @@ c.execute('UPDATE trials SET digest = ? WHERE case_id = ? AND trial = 1', ('0' *
 "$D9M" diff "$T/a.sqlite" "$T/broken.sqlite" > "$T/stdout"; check "diff, regression" 1 $? "$T/stdout" "REGRESSED"
 "$D9M" baseline pin --db "$T/a.sqlite" -o "$T/base.json"; check "baseline pin" 0 $?
 "$D9M" baseline check --db "$T/b.sqlite" "$T/base.json" > "$T/stdout"; check "baseline check, no drift" 0 $? "$T/stdout" "0 drifted"
+# A certification test of a case the variant does not take certifies nothing: CTest's skip, not a
+# pass (found by review: the controls beside it made it exit 0).
+"$D9M" run -q --ctest --profile default -n 2 --db "$T/ct.sqlite" --op matmul --config nt_32x64x512_tf32 --variant cpu.ordered 2> /dev/null
+check "run --ctest: an UNSUPPORTED case is a skip" 77 $?
+"$D9M" run -q --ctest --profile default -n 2 --db "$T/ct.sqlite" --op matmul --config nt_32x64x512_tf32 --variant cpu.serial 2> /dev/null
+check "run --ctest: the same config certified by a variant that takes it" 0 $?
 cp "$T/b.sqlite" "$T/drift.sqlite"
 q "
 import sqlite3; c = sqlite3.connect('$T/drift.sqlite')
