@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -330,13 +331,24 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
   std::map<std::string, std::string> first_bytes;         // trial 0's file contents
   std::map<std::string, Tensor> first_tensors;            // and their tensors, by output name (parsed once)
   std::optional<std::vector<TraceRecord>> first_trace;
+  std::vector<std::string> previous;  // the files the trial before read as its outputs
   for (std::int64_t trial = 0; trial < opt.trials; ++trial) {
     std::remove(trace_path.c_str());
+    // The previous trial's outputs go before this one starts, read and digested already: a file
+    // this trial does not write is then missing, not the previous trial's bytes passing as its
+    // own (found by review: a program that wrote its output only when the file was absent gave
+    // D, the modification times of two fast trials within the 10 ms allowed below). Trial 0's are
+    // kept (files the user had before), and the last trial's stay for the user.
+    for (const std::string& file : previous)
+      if (std::remove(file.c_str()) != 0 && errno != ENOENT)
+        fail_environment("trial " + std::to_string(trial) + ": cannot remove the previous trial's output " + file + " (" +
+                         std::strerror(errno) + "); nothing was stored");
     const std::int64_t start = now_ns();
     run_once(opt.command, trial, trace_path);
     out.elapsed_ns.push_back(now_ns() - start);
     std::size_t k = 0;
-    for (const std::string& file : expand(opt.outputs, trial)) {
+    previous = expand(opt.outputs, trial);
+    for (const std::string& file : previous) {
       struct stat st {};
       if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         fail_usage("trial " + std::to_string(trial) + ": output " + file + " is not a regular file; nothing was stored");
@@ -356,6 +368,13 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
           out.outputs.push_back({name, t.dtype, t.shape, {}, {}});
         } else if (k >= names.size() || names[k] != name) {
           fail_usage("trial " + std::to_string(trial) + ": its outputs (" + name + ") are not trial 0's; nothing was stored");
+        } else if (const Tensor& same = first_tensors.at(name);
+                   (ends_with(file, ".npy") || ends_with(file, ".safetensors")) && (t.dtype != same.dtype || t.shape != same.shape)) {
+          // Only a tensor's data bytes are digested, so a header that changes would pass unseen
+          // with the same bytes (found by review: <f4 (4,) then <i4 (2,2) gave D). A raw file's
+          // size is its shape, and differs as its bytes do.
+          fail_usage("trial " + std::to_string(trial) + ": output " + name + " is " + t.dtype + " " + t.shape + ", trial 0's was " +
+                     same.dtype + " " + same.shape + "; nothing was stored");
         }
         ProgramOutput& o = out.outputs[k++];
         o.digests.push_back(digest_v1(data.data() + t.offset, t.bytes).hex());

@@ -198,5 +198,24 @@ else
   echo "note: no tmpfs can be mounted here; a full disk is checked through the file size limit only"
 fi
 
+# d9m exec: a trial's output is what that trial wrote (found by review). A program that writes
+# random bytes only when its output is absent (a cache) gave D: the second trial wrote nothing and
+# its predecessor's file, within 10 ms, passed as its own. The previous trial's outputs are now
+# removed first: the program writes again, and differs.
+printf '[ -e cache.bin ] || head -c 64 /dev/urandom > cache.bin\n' > cache.sh
+rm -f cache.bin
+expect "exec: a cached output is the trial's own" 1 "^ND 3/3 cache\.bin" "$D9M" exec -n 3 --db exec.sqlite --outputs cache.bin -- sh cache.sh
+[[ -e cache.bin ]] || { echo "FAIL: exec removed the last trial's output"; failures=$((failures + 1)); }
+# A .npy whose header changes with the same data bytes (only the data is digested) gave D.
+cat > header.py << 'PY'
+import os, struct
+t = int(os.environ["D9M_TRIAL"])
+h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (("<f4", "(4,)") if t == 0 else ("<i4", "(2, 2)"))
+h += " " * (63 - (10 + len(h)) % 64) + "\n"
+open("header.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<4f", 1, 2, 3, 4))
+PY
+expect "exec: a .npy header that changes" 2 "trial 1: output header\.npy is i4 \[2,2\], trial 0's was f4 \[4\]; nothing was stored" \
+  "$D9M" exec -n 2 --db exec.sqlite --outputs header.npy -- python3 header.py
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
