@@ -214,7 +214,7 @@ class Loader {
                          std::string(store_.schema_version() >= 3 ? "cr.role" : "''") + ", " +
                          std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") + ", " +
                          std::string(store_.schema_version() >= 5 ? "cr.invariance" : "''") + ", " +
-                         std::string(store_.schema_version() >= 9 ? "cr.value_check" : "''") +
+                         std::string(store_.schema_version() >= 9 ? "cr.value_check" : "''") + ", cr.run_id" +
                          " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
                          " ORDER BY r.started_at, r.id, cr.seq");
     bind_run(s);
@@ -247,6 +247,10 @@ class Loader {
         ++r.error_runs;
         a.error_detail = s.text(15);
       }
+      if (r.is_control() && r.claim_determinism == "nondeterministic" && st == Status::deterministic)
+        for (auto& run : d_.run_rows)
+          if (run.id == s.text(22) && std::find(run.quiet_controls.begin(), run.quiet_controls.end(), r.variant) == run.quiet_controls.end())
+            run.quiet_controls.push_back(r.variant);
       if (st == Status::unsupported) a.any_unsupported = true;
       if (st == Status::deterministic || st == Status::nondeterministic) a.any_evidence = true;
       if (!s.text(15).empty()) r.detail = s.text(15);

@@ -77,6 +77,9 @@ struct RunRow {
   std::string id, stack, host, state, started_at, finished_at, arguments, catalog_digest, d9m_version, d9m_commit, chain_root;
   std::int64_t trials_per_case = 0, threads = 0;
   std::int64_t resumes = 0;  // times resumed after an interruption
+  // The nondeterministic controls (variants) this run recorded that did not diverge within it: a
+  // run that could not have seen nondeterminism on their backend, whatever other runs saw.
+  std::vector<std::string> quiet_controls;
   // The state as a person reads it: "complete", "complete (resumed 2x)", "interrupted", ...
   std::string state_text() const { return resumes ? state + " (resumed " + std::to_string(resumes) + "x)" : state; }
 };

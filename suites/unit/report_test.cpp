@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "harness/core/catalog.h"
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/report/compare.h"
@@ -38,8 +39,8 @@ std::string role_of(const std::string& variant) {
 
 // One case on one stack whose every trial has the given digests.
 void put(Store& s, const std::string& run, const std::string& variant, const std::string& claim,
-         const std::vector<std::string>& digests, const std::string& bit_equal_to = "") {
-  CaseRecord rec{"", "scatter_add", variant, "cpu", "cfg", "cid", "{}", 1, "inputs", "float32", "[4]"};
+         const std::vector<std::string>& digests, const std::string& bit_equal_to = "", const std::string& config = "cfg") {
+  CaseRecord rec{"", "scatter_add", variant, "cpu", config, "cid", "{}", 1, "inputs", "float32", "[4]"};
   rec.id = Store::case_id(rec);
   std::vector<TrialRecord> ts;
   for (std::size_t t = 0; t < digests.size(); ++t)
@@ -170,6 +171,28 @@ TEST(Report, CrossClaimsAreCheckedAcrossStacksThatDifferOnlyInPyTorch) {
   EXPECT_NE(whole.warnings[0].find("1 claim(s) to another implementation's bits had no partner in the results and were not checked"),
             std::string::npos)
       << whole.warnings[0];
+}
+
+// The nondeterministic control is judged run by run: a run at one thread whose control never
+// diverged could not have seen nondeterminism, even where another run's control diverged (found
+// by review: the combined control was ND, so the 1-thread run's D cases drew no warning).
+TEST(Report, AQuietControlIsWarnedOfInTheRunWhereItWasQuiet) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string noisy = begin(s);
+  put(s, noisy, "cpu.atomic", "nondeterministic", {"a", "b", "c"}, "", kCanaryConfig);
+  s.finish_run(noisy, "complete");
+  const std::string quiet = begin(s);
+  put(s, quiet, "cpu.atomic", "nondeterministic", {"a", "a", "a"}, "", kCanaryConfig);
+  put(s, quiet, "cpu.ordered", "deterministic", {"x", "x", "x"});
+  s.finish_run(quiet, "complete");
+  const ReportData d = load_report_data(s);
+  const Verdict v = verdict_of(d);
+  ASSERT_EQ(v.warnings.size(), 1u) << (v.warnings.empty() ? "" : v.warnings[0]);
+  EXPECT_NE(v.warnings[0].find("the nondeterministic control (cpu.atomic on S1) never diverged in run(s) " + quiet.substr(0, 12)),
+            std::string::npos)
+      << v.warnings[0];
+  EXPECT_EQ(v.warnings[0].find(noisy.substr(0, 12)), std::string::npos) << v.warnings[0];
 }
 
 // A run of a variant claiming cpu.serial's bits, without cpu.serial: the claim is not checked, and
