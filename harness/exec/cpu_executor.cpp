@@ -40,7 +40,7 @@ class CpuExecutor final : public Executor {
     CaseOutcome outcome = run_host_trials(p, trials, keep_first_output, after_trial, &pool_, [&](std::int64_t, void* out, std::string& choice) {
       // Poison the output so a variant that forgets to initialise it cannot pass as deterministic
       // by inheriting the previous trial's bytes.
-      std::memset(out, 0xA5, bytes);
+      std::memset(out, kOutputPoison, bytes);
       args.output = out;
       args.choice = &choice;
       const auto start = std::chrono::steady_clock::now();
@@ -65,7 +65,7 @@ class CpuExecutor final : public Executor {
     if (v.prepare) prepared = v.prepare(p, exec);
     args.state = prepared.state.get();
     HostTensor out(p.output);
-    std::memset(out.data(), 0xA5, p.output.bytes());
+    std::memset(out.data(), kOutputPoison, p.output.bytes());
     args.output = out.data();
     v.run(args);
     return out;

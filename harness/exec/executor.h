@@ -16,6 +16,14 @@
 
 namespace d9m {
 
+// The byte every output is filled with before each trial, so that a variant that forgets to
+// initialise its output inherits neither the previous trial's bytes nor zeros: all ones, a NaN in
+// every float dtype (f16, bf16, f32, f64) and -1 in i32. A variant that accumulates into its output
+// without clearing it first then gives NaN, which the value check reports as differing (found by
+// review: the earlier 0xA5, about -2.9e-16 in f32 and bf16, left such an output repeatable and
+// within the value check's tolerance).
+inline constexpr unsigned char kOutputPoison = 0xFF;
+
 class ThreadPool;
 
 struct TrialResult {

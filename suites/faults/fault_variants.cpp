@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "kernels/registry.h"
 
@@ -84,6 +85,20 @@ D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_values", .bac
                           serial(a);
                           float* out = a.out<float>();
                           out[0] += 1.0f + (out[0] < 0 ? -out[0] : out[0]);
+                        }}});
+
+// Nor this: a variant that adds its sums into its output without clearing it first. It gives one
+// digest (the output is filled with the same bytes before every trial), so only that fill can
+// show it: all ones, a NaN in every float dtype, makes its values differ from the reference (the
+// earlier fill, about -2.9e-16 each, was within the value check's tolerance: found by review).
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.unzeroed", .backend = Backend::cpu, .role = Role::control,
+                        .claim = {Determinism::deterministic, ClaimSource::design, "fault injection: output not cleared"},
+                        .run = [](const KernelArgs& a) {
+                          std::vector<float> sums(static_cast<std::size_t>(a.problem.output.numel()));
+                          KernelArgs into_sums = a;
+                          into_sums.output = sums.data();
+                          serial(into_sums);
+                          for (std::size_t i = 0; i < sums.size(); ++i) a.out<float>()[i] += sums[i];
                         }}});
 
 // Not a crash either: a variant claimed deterministic whose output differs once, in the one call
