@@ -119,6 +119,7 @@ std::string ValueCheck::to_json_text() const {
     j["max_abs"] = number(max_abs);
     j["allowed"] = number(allowed);
   }
+  if (claimed_bits) j["claimed_bits"] = *claimed_bits;
   return json_text(j);
 }
 
@@ -146,6 +147,7 @@ ValueCheck ValueCheck::from_json_text(const std::string& text) {
       if (beyond != (c.outcome == Outcome::differs) || beyond != (c.first_beyond >= 0) || beyond != (c.max_abs > c.allowed))
         throw std::invalid_argument("the value check says " + o + ", which its numbers contradict");
     }
+    if (j.contains("claimed_bits")) c.claimed_bits = j.at("claimed_bits").get<bool>();
   } catch (const nlohmann::json::exception& ex) {
     // The parser's message may quote the text's bytes, which need not be UTF-8: only its id.
     throw std::invalid_argument("the value check is not JSON that d9m writes (JSON error " + std::to_string(ex.id) + ")");

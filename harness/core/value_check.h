@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ValueCheck {
   double max_abs = 0;           // max |output - reference|, infinite where a NaN or an infinity meets a number
   double allowed = 0;           // accepted_difference() at this output's max |reference|
   std::string reason;           // unchecked: why
+  // For a variant claiming another's bits, where that variant computed the reference on the same
+  // inputs: whether the output's bits are its bits (absent otherwise, and in checks stored before).
+  std::optional<bool> claimed_bits;
 
   // The canonical JSON the store keeps in case_runs.value_check (schema 9; the hash chain covers it).
   std::string to_json_text() const;

@@ -57,6 +57,9 @@ class ValueChecker {
                    const HostTensor& output, bool on_device, const std::function<void()>& beat);
 
  private:
+  // The values alone (check() adds the bits of a claimed partner).
+  ValueCheck check_values(const CatalogConfig& cc, const VariantDef& v, const std::vector<HostTensor>& inputs, References& refs,
+                          const HostTensor& output, bool on_device, const std::function<void()>& beat);
   // The reference of `problem` for checking `checked`: the first of reference_candidates that can
   // compute it, kept in `kept` (computed with `inputs()` where it is not there yet, stored as
   // `keep_as` makes it); nullptr with the reason.

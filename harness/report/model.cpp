@@ -270,10 +270,20 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
   // PyTorch, say), and a run of some variants (`--variant cpu.ordered`, `--backend cuda`) may have
   // none. The verdict must not read as if such a claim had been checked (found by review: "each
   // claim to another implementation's bits held" with no partner in the store).
+  // Where the partner computed the value check's reference on the same inputs, the check compared
+  // the bits too (ValueCheck::claimed_bits): that settles a claim with no partner case.
   std::set<const CaseResult*> paired;
   for (const auto& c : cross) paired.insert(c.result);
-  for (const auto& r : data.results)
-    v.unpaired_claims += !r.bit_equal_to.empty() && r.status == Status::deterministic && !paired.count(&r);
+  for (const auto& r : data.results) {
+    if (r.bit_equal_to.empty() || r.status != Status::deterministic || paired.count(&r)) continue;
+    if (!r.values || !r.values->claimed_bits) {
+      ++v.unpaired_claims;
+    } else if (!*r.values->claimed_bits) {
+      v.failures.push_back({Failure::Kind::cross_implementation, &r,
+                            where(data, r) + ": claims the bits of " + r.bit_equal_to + ", and its first output's bits differ from " +
+                                r.bit_equal_to + "'s on the same inputs (computed for the value check; its case is not in the results)"});
+    }
+  }
   if (v.unpaired_claims > 0)
     v.warnings.push_back(std::to_string(v.unpaired_claims) + " claim(s) to another implementation's bits had no partner in " +
                          (data.warn_unpaired_claims ? "this selection (" + data.selection + ") and were not checked: report the whole store to check them"

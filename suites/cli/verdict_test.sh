@@ -60,6 +60,11 @@ agree pass 0 cpu.serial cpu.ordered
 agree cross_claim_broken 1 cpu.serial test.wrong_bits
 grep -q "FAIL: cross-implementation claim broken: bias_add_grad/small/test.wrong_bits on S1: claims the bits of cpu.serial" \
   "$T/cross_claim_broken.run.err" || { cat "$T/cross_claim_broken.run.err"; fail "run does not name the broken cross claim"; }
+# The same claim without cpu.serial's case: the value check's reference is cpu.serial's output on
+# the same inputs, and its bits settle the claim (found by review: this passed, unchecked).
+agree cross_claim_alone 1 test.wrong_bits
+grep -q "FAIL: cross-implementation claim broken: bias_add_grad/small/test.wrong_bits on S1: claims the bits of cpu.serial, and its first output's bits differ" \
+  "$T/cross_claim_alone.run.err" || { cat "$T/cross_claim_alone.run.err"; fail "run does not settle the claim by the value check's bits"; }
 agree error_only 1 cpu.serial test.throw
 grep -q "FAIL: not certified (ERROR): bias_add_grad/small/test.throw on S1" "$T/error_only.run.err" ||
   { cat "$T/error_only.run.err"; fail "run does not name the case that ended in ERROR"; }

@@ -104,6 +104,22 @@ TEST(ValueCheck, TheStoredJsonRoundTripsAndWhatD9mDoesNotWriteIsRefused) {
   ValueCheck un;
   un.reason = "the op has no serial reference";
   EXPECT_EQ(ValueCheck::from_json_text(un.to_json_text()).reason, un.reason);
+  // The bits of a claimed partner, where it computed the reference: kept, absent by default, and
+  // only a bool.
+  EXPECT_FALSE(ValueCheck::from_json_text(c.to_json_text()).claimed_bits);
+  for (const bool equal : {false, true}) {
+    ValueCheck bits = c;
+    bits.claimed_bits = equal;
+    EXPECT_EQ(ValueCheck::from_json_text(bits.to_json_text()).claimed_bits, std::optional<bool>(equal));
+    EXPECT_EQ(ValueCheck::from_json_text(bits.to_json_text()).to_json_text(), bits.to_json_text());
+  }
+  {
+    ValueCheck bits = c;
+    bits.claimed_bits = true;
+    std::string t = bits.to_json_text();
+    t.replace(t.find("true"), 4, "1");
+    EXPECT_THROW(ValueCheck::from_json_text(t), std::invalid_argument) << t;
+  }
   for (const char* bad : {"", "{}", R"({"outcome": "fine", "reference": "x"})", R"({"outcome": "agrees", "reference": "x"})",
                           // an outcome that contradicts its own count
                           R"({"outcome": "agrees", "reference": "x", "elements": 2, "beyond": 1, "first_beyond": 0, "max_abs": 1, "allowed": 0.1})",
