@@ -21,6 +21,7 @@
 #include "harness/report/model.h"
 #include "harness/report/report.h"
 #include "harness/store/snapshot.h"
+#include "harness/store/store.h"
 #include "harness/store/verify.h"
 
 namespace d9m {
@@ -193,7 +194,9 @@ bool same_but_for_the_time(const std::string& rendered, const std::string& slot,
 // cells or verdict were edited by hand ("ND" made "D", FAIL made PASS) was signed as the store's.
 void check_rendered_from(const Store& store, StoreReport& rendered, const std::string& report, const std::string& report_path,
                          const std::string& store_sha256) {
-  const std::string slot = "d9m-attest-time-slot";
+  // Random: a fixed text could also come from the store (a run's arguments, a host name) and be
+  // read as a time slot there, refusing a report that is the store's.
+  const std::string slot = "d9m-time-" + random_run_id();
   rendered.data().generated_at = slot;
   rendered.data().store_sha256 = store_sha256;  // the audit report's identification
   const std::size_t start = report.find_first_not_of(" \t\r\n");

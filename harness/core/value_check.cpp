@@ -101,10 +101,13 @@ ValueCheck compare_values(const HostTensor& output, const HostTensor& reference,
 ValueCheck combine(const std::vector<ValueCheck>& runs) {
   ValueCheck worst;
   bool any = false;
+  std::optional<bool> bits;  // false if any run saw other bits, else true if any saw the claimed ones
   for (const auto& c : runs) {
     if (!any || weight(c.outcome) > weight(worst.outcome) || (c.outcome == worst.outcome && c.max_abs > worst.max_abs)) worst = c;
     any = true;
+    if (c.claimed_bits) bits = bits.value_or(true) && *c.claimed_bits;
   }
+  worst.claimed_bits = bits;
   return worst;
 }
 

@@ -32,7 +32,8 @@ struct ValueCheck {
   double allowed = 0;           // accepted_difference() at this output's max |reference|
   std::string reason;           // unchecked: why
   // For a variant claiming another's bits, where that variant computed the reference on the same
-  // inputs: whether the output's bits are its bits (absent otherwise, and in checks stored before).
+  // inputs: whether the output's bits are its bits (absent otherwise, and in checks stored before
+  // schema 10).
   std::optional<bool> claimed_bits;
 
   // The canonical JSON the store keeps in case_runs.value_check (schema 9; the hash chain covers it).
@@ -50,7 +51,8 @@ ValueCheck compare_values(const HostTensor& output, const HostTensor& reference,
                           const std::function<double(double max_ref)>& allowed);
 
 // One check for several runs of a case: the worst of them (differs > agrees > unchecked), the
-// largest difference among equals.
+// largest difference among equals; its claimed bits false where any run's were, else true where
+// any run's were (a run whose reference was computed by another variant has none).
 ValueCheck combine(const std::vector<ValueCheck>& runs);
 
 // x rounded once to nearest, ties to even (through f32 rounded to odd: rounding to nearest twice

@@ -125,6 +125,9 @@ PipelineHost::OpCheck PipelineHost::check_op(const PipelineStep& op, const Varia
   if (!values_) values_ = ValueChecker(executor(Backend::cpu));
   ValueChecker::References refs;
   c.check = values_->check(op.config, v, inputs, refs, output, executor(v.backend).on_device(), nullptr);
+  // A pipeline case claims no other variant's bits (its ops' claims are checked as cases), so its
+  // check names none: the verdict reads claimed bits of cases only.
+  c.check->claimed_bits.reset();
   return c;
 }
 

@@ -281,7 +281,8 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
     } else if (!*r.values->claimed_bits) {
       v.failures.push_back({Failure::Kind::cross_implementation, &r,
                             where(data, r) + ": claims the bits of " + r.bit_equal_to + ", and its first output's bits differ from " +
-                                r.bit_equal_to + "'s on the same inputs (computed for the value check; its case is not in the results)"});
+                                r.bit_equal_to + "'s on the same inputs (computed for the value check; no deterministic case of " +
+                                r.bit_equal_to + " to pair it with)"});
     }
   }
   if (v.unpaired_claims > 0)

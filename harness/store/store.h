@@ -24,7 +24,7 @@
 namespace d9m {
 
 inline constexpr std::int32_t kStoreApplicationId = 0x64396d31;  // "d9m1"
-inline constexpr int kStoreSchemaVersion = 9;
+inline constexpr int kStoreSchemaVersion = 10;
 // How long a write waits for another writer's lock before failing.
 inline constexpr int kStoreBusyTimeoutMs = 60'000;
 

@@ -124,6 +124,12 @@ void migrate_8_to_9(sqlite3* db) {
   sql::exec(db, "PRAGMA user_version = 9");
 }
 
+// Schema 9 -> 10: a value check may say whether the output has the bits of the variant its
+// variant claims (ValueCheck::claimed_bits), a key a d9m of schema 9 would read as text it does not
+// write, calling the store edited: the version tells it instead that a newer d9m wrote the store.
+// No row changes.
+void migrate_9_to_10(sqlite3* db) { sql::exec(db, "PRAGMA user_version = 10"); }
+
 // The results view as the schema file declares it (its last statement).
 std::string results_view() {
   const std::string& all = embedded::store_schema_sql();
@@ -398,6 +404,10 @@ void Store::migrate() {
     }
     if (now >= 1 && now <= 8) {
       migrate_8_to_9(db_);
+      migrated = true;
+    }
+    if (now >= 1 && now <= 9) {
+      migrate_9_to_10(db_);
       migrated = true;
     }
     tx.commit();

@@ -417,14 +417,16 @@ void check_runs_in_manifest(sqlite3* db, const std::vector<RunFacts>& runs, cons
 
 void check_manifest(sqlite3* db, const Store& store, const std::vector<RunFacts>& runs, VerifyReport& v) {
   if (!manifest::present(db)) {
-    // Only a store written before schema 3 may lack it, and such a store has only chain v1 runs:
-    // without this, dropping the table hid every run deleted whole (a store claiming schema 3 or
-    // later, or a chain v2 run, is one that had a manifest).
+    // Only a store written before schema 3 may lack it, and such a store has only chain v1 runs and
+    // no runs.chain_version column (the migration to schema 3 adds both the column and the
+    // manifest): without this, dropping the table, and setting the version back, hid every run
+    // deleted whole (found by review, in a store migrated from schema 1 whose newer run was cut).
     std::int64_t v2 = 0;
     for (const auto& r : runs) v2 += r.chain_version != 1;
-    if (store.schema_version() >= 3 || v2) {
+    if (store.schema_version() >= 3 || v2 || has_column(db, "runs", "chain_version")) {
       v.problems.push_back("manifest: the table is missing (dropped), in a store of schema " + std::to_string(store.schema_version()) +
-                           (v2 ? " with " + std::to_string(v2) + " run(s) of chain v2, which only a store with a manifest writes" : "") +
+                           (v2 ? " with " + std::to_string(v2) + " run(s) of chain v2, which only a store with a manifest writes"
+                               : " laid out as schema 3 or later (runs.chain_version)") +
                            ": whole runs deleted could not be seen");
       return;
     }

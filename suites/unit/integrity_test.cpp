@@ -421,6 +421,10 @@ TEST_F(IntegrityTest, ASchema1StoreVerifiesAsV1AndMigrationRecordsItsRuns) {
   }
   const std::string migrated = contents(p);
   EXPECT_TRUE(mentions(problems_after(p, migrated, "UPDATE runs SET host = 'elsewhere'"), "metadata"));
+  // A migrated store has only chain v1 runs here: its manifest dropped and its version set back to 2,
+  // its layout still says it had one (found by review: its newer runs could be cut unseen).
+  EXPECT_TRUE(mentions(problems_after(p, migrated, "DELETE FROM manifest; DROP TABLE manifest; DROP TABLE manifest_origin; PRAGMA user_version = 2"),
+                       "laid out as schema 3 or later"));
   EXPECT_TRUE(mentions(problems_after(p, migrated, "DELETE FROM trials; DELETE FROM case_runs; DELETE FROM cases; DELETE FROM runs;"
                                                    " DELETE FROM fingerprints"),
                        "is not in the store (deleted)"));

@@ -158,6 +158,15 @@ TEST(ValueCheck, SeveralRunsGiveTheWorst) {
   EXPECT_EQ(combine({wrong, small}).outcome, ValueCheck::Outcome::differs);
   EXPECT_EQ(combine({small, wrong, large}).outcome, ValueCheck::Outcome::differs);
   EXPECT_EQ(combine({unchecked}).reason, "why");
+  // The claimed bits: a run that saw other bits is not outweighed by one that had none to compare
+  // (found by review: combine kept only the chosen run's, and the failure could be lost).
+  ValueCheck other_bits = small, same_bits = large;
+  other_bits.claimed_bits = false;
+  same_bits.claimed_bits = true;
+  EXPECT_EQ(combine({other_bits, large}).claimed_bits, std::optional<bool>(false));
+  EXPECT_EQ(combine({same_bits, other_bits}).claimed_bits, std::optional<bool>(false));
+  EXPECT_EQ(combine({small, same_bits}).claimed_bits, std::optional<bool>(true));
+  EXPECT_FALSE(combine({small, large}).claimed_bits);
 }
 
 // The rule: d9m's own CPU variants at the op's tolerance, library code (and a device) looser, and
