@@ -60,7 +60,10 @@ void add_exec(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::st
   o->argv = argv;
   auto* c = app.add_subcommand("exec", "run a program of your own N times in fresh processes and compare its outputs (exit 1: one differs)");
   c->add_option("-n,--trials", o->opt.trials, "trials (processes), at least 2")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
-  c->add_option("--outputs", o->opt.outputs, "output files (globs, relative to the working directory); .npy and .safetensors per tensor. Each trial's are removed before the next");
+  // One glob an occurrence, as the usage says: a vector option taking several would take the `--`
+  // before the command as the end of its own list, and parse the command's options as d9m's.
+  c->add_option("--outputs", o->opt.outputs, "output file (a glob, relative to the working directory; repeat for more); .npy and .safetensors per tensor; each trial must write them anew")
+      ->allow_extra_args(false);
   c->add_option("--name", o->opt.name, "the cases' name, exec:NAME (default: the script or program)");
   c->add_option("--db", o->db, "store file");
   c->add_option("command", o->opt.command, "-- COMMAND ARGS...")->required();

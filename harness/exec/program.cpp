@@ -1,5 +1,6 @@
 #include "harness/exec/program.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -334,14 +335,16 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
   std::vector<std::string> previous;  // the files the trial before read as its outputs
   for (std::int64_t trial = 0; trial < opt.trials; ++trial) {
     std::remove(trace_path.c_str());
-    // The previous trial's outputs go before this one starts, read and digested already: a file
-    // this trial does not write is then missing, not the previous trial's bytes passing as its
-    // own (found by review: a program that wrote its output only when the file was absent gave
-    // D, the modification times of two fast trials within the 10 ms allowed below). Trial 0's are
-    // kept (files the user had before), and the last trial's stay for the user.
+    // The previous trial's outputs, read and digested already, are dated 1970 before this trial
+    // starts: a file this trial does not write keeps that date and is refused below, instead of the
+    // previous trial's bytes passing as its own (found by review: a program that wrote its output
+    // only when the file was absent gave D, two fast trials' modification times within the 10 ms
+    // allowed). Their bytes are left alone: a file the user had before the first trial is never
+    // removed or rewritten by d9m (an earlier fix that removed them lost such a file).
+    const timespec dates[2] = {{0, UTIME_OMIT}, {1, 0}};
     for (const std::string& file : previous)
-      if (std::remove(file.c_str()) != 0 && errno != ENOENT)
-        fail_environment("trial " + std::to_string(trial) + ": cannot remove the previous trial's output " + file + " (" +
+      if (::utimensat(AT_FDCWD, file.c_str(), dates, 0) != 0 && errno != ENOENT)
+        fail_environment("trial " + std::to_string(trial) + ": cannot set the date of the previous trial's output " + file + " (" +
                          std::strerror(errno) + "); nothing was stored");
     const std::int64_t start = now_ns();
     run_once(opt.command, trial, trace_path);

@@ -201,11 +201,16 @@ fi
 # d9m exec: a trial's output is what that trial wrote (found by review). A program that writes
 # random bytes only when its output is absent (a cache) gave D: the second trial wrote nothing and
 # its predecessor's file, within 10 ms, passed as its own. The previous trial's outputs are now
-# removed first: the program writes again, and differs.
+# dated 1970 before the next trial: one it does not write is refused.
 printf '[ -e cache.bin ] || head -c 64 /dev/urandom > cache.bin\n' > cache.sh
 rm -f cache.bin
-expect "exec: a cached output is the trial's own" 1 "^ND 3/3 cache\.bin" "$D9M" exec -n 3 --db exec.sqlite --outputs cache.bin -- sh cache.sh
-[[ -e cache.bin ]] || { echo "FAIL: exec removed the last trial's output"; failures=$((failures + 1)); }
+expect "exec: a cached output is not the trial's own" 2 "trial 1: output cache\.bin was not written by this trial" \
+  "$D9M" exec -n 3 --db exec.sqlite --outputs cache.bin -- sh cache.sh
+# ...and d9m never removes or rewrites a file (found by review of an earlier fix, which removed
+# the outputs between trials: a results file the user had, appended to by the program, was lost).
+printf 'old,precious,data\n' > results.csv
+expect "exec: a file appended to by each trial" 1 "^ND 2/2 results\.csv" "$D9M" exec -n 2 --db exec.sqlite --outputs results.csv -- sh -c 'echo result,42 >> results.csv'
+[[ $(head -1 results.csv) == old,precious,data ]] || { echo "FAIL: exec lost the user's results.csv"; failures=$((failures + 1)); }
 # A .npy whose header changes with the same data bytes (only the data is digested) gave D.
 cat > header.py << 'PY'
 import os, struct
