@@ -37,10 +37,10 @@ class CpuExecutor final : public Executor {
     if (v.prepare) prepared = v.prepare(p, exec);  // may throw Unsupported
     args.state = prepared.state.get();
     const std::size_t bytes = p.output.bytes();
-    CaseOutcome outcome = run_host_trials(p, trials, keep_first_output, after_trial, &pool_, [&](std::int64_t, void* out, std::string& choice) {
+    CaseOutcome outcome = run_host_trials(p, trials, keep_first_output, after_trial, &pool_, [&](std::int64_t trial, void* out, std::string& choice) {
       // Poison the output so a variant that forgets to initialise it cannot pass as deterministic
       // by inheriting the previous trial's bytes.
-      std::memset(out, kOutputPoison, bytes);
+      std::memset(out, output_poison(trial), bytes);
       args.output = out;
       args.choice = &choice;
       const auto start = std::chrono::steady_clock::now();
@@ -65,7 +65,7 @@ class CpuExecutor final : public Executor {
     if (v.prepare) prepared = v.prepare(p, exec);
     args.state = prepared.state.get();
     HostTensor out(p.output);
-    std::memset(out.data(), kOutputPoison, p.output.bytes());
+    std::memset(out.data(), output_poison(0), p.output.bytes());
     args.output = out.data();
     v.run(args);
     return out;

@@ -125,7 +125,7 @@ class CudaExecutor final : public Executor {
       args.state = prepared.state.get();
       const std::size_t bytes = p.output.bytes();
       DeviceBuffer out(std::max<std::size_t>(bytes, 1), stream.s);
-      D9M_CUDA_CHECK(cudaMemsetAsync(out.get(), kOutputPoison, bytes, stream.s));
+      D9M_CUDA_CHECK(cudaMemsetAsync(out.get(), output_poison(0), bytes, stream.s));
       args.output = out.get();
       v.run(args);
       HostTensor host(p.output);
@@ -211,7 +211,7 @@ class CudaExecutor final : public Executor {
         const std::int64_t t = t0 + j;
         void* out = t == 0 ? first.get() : current.get();
         // Poisoned so a variant that forgets to initialise its output cannot inherit last trial's.
-        D9M_CUDA_CHECK(cudaMemsetAsync(out, kOutputPoison, bytes, stream.s));
+        D9M_CUDA_CHECK(cudaMemsetAsync(out, output_poison(t), bytes, stream.s));
         args.output = out;
         choice.clear();
         D9M_CUDA_CHECK(cudaEventRecord(starts[j].e, stream.s));

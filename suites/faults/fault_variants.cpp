@@ -87,10 +87,11 @@ D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.wrong_values", .bac
                           out[0] += 1.0f + (out[0] < 0 ? -out[0] : out[0]);
                         }}});
 
-// Nor this: a variant that adds its sums into its output without clearing it first. It gives one
-// digest (the output is filled with the same bytes before every trial), so only that fill can
-// show it: all ones, a NaN in every float dtype, makes its values differ from the reference (the
-// earlier fill, about -2.9e-16 each, was within the value check's tolerance: found by review).
+// Nor this: a variant that adds its sums into its output without clearing it first. Only the fill
+// of the output before each trial can show it: NaN in the first trial makes its values differ from
+// the reference, and another fill in the second its bits differ from the first's (the earlier
+// constant fill, about -2.9e-16 each, gave one digest within the value check's tolerance: found
+// by review).
 D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.unzeroed", .backend = Backend::cpu, .role = Role::control,
                         .claim = {Determinism::deterministic, ClaimSource::design, "fault injection: output not cleared"},
                         .run = [](const KernelArgs& a) {
