@@ -239,8 +239,7 @@ BaselineCheck check_baseline(const ReportData& data, const Baseline& baseline, c
   std::int64_t pinned = 0, checked_beyond_controls = 0;
   for (const auto& s : baseline.stacks) {
     pinned += static_cast<std::int64_t>(s.cases.size());
-    const bool present = std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& x) { return x.id == s.id; });
-    if (!present) {
+    if (!data.reports_stack(s.id)) {
       // Every case it pins is missing: a stack whose machine did not report, or whose driver or
       // library changed (pin again when that was meant), checked nothing and must not pass.
       c.notes.push_back("baseline stack " + s.id.substr(0, 12) + " (" + s.summary + ") is not in the store: its " +

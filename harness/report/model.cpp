@@ -295,7 +295,7 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
   // reported without a warning because another run's control, at 2 threads, had diverged.
   std::map<std::pair<std::string, std::string>, std::string> quiet;  // (stack, control) -> its runs
   for (const auto& run : data.run_rows)
-    if (std::any_of(data.stacks.begin(), data.stacks.end(), [&](const StackInfo& st) { return st.id == run.stack; }))  // selected
+    if (data.reports_stack(run.stack))
       for (const auto& c : run.quiet_controls)
         quiet[{run.stack, c}] += (quiet[{run.stack, c}].empty() ? "" : ", ") + run.id.substr(0, 12) + " (" +
                                  std::to_string(run.threads) + " thread(s), " + std::to_string(run.trials_per_case) + " trials)";

@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "harness/core/error.h"
 #include "harness/report/compare.h"
 #include "harness/report/report.h"
@@ -31,7 +29,7 @@ std::string StoreReport::render(const std::string& format, bool audit) {
   if (traced && !pipelines_) {
     std::vector<std::string> runs;
     for (const auto& r : data_.run_rows)
-      if (std::any_of(data_.stacks.begin(), data_.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; })) runs.push_back(r.id);
+      if (data_.reports_stack(r.stack)) runs.push_back(r.id);
     pipelines_ = pipeline_traces(store_, runs);
   }
   data_.pipelines = traced ? *pipelines_ : std::vector<PipelineTrace>{};

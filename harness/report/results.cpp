@@ -100,6 +100,10 @@ const StackInfo& ReportData::stack(const std::string& id) const {
   throw std::out_of_range("unknown stack " + id);
 }
 
+bool ReportData::reports_stack(const std::string& id) const {
+  return std::any_of(stacks.begin(), stacks.end(), [&](const StackInfo& s) { return s.id == id; });
+}
+
 namespace {
 
 // Reads a store into ReportData in three passes (runs, case rows, trials) and settles each case's

@@ -117,6 +117,8 @@ struct ReportData {
 
   // Any stack of `stacks` or `partner_stacks`.
   const StackInfo& stack(const std::string& id) const;
+  // Whether `id` is one of `stacks` (reported, or selected by --stacks).
+  bool reports_stack(const std::string& id) const;
 };
 
 // Refuses (a store fault naming it) a store holding a fingerprint whose id is not the SHA-256 of
