@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 
 #include "harness/core/digest.h"
@@ -169,8 +170,19 @@ bool is_utc_time(const std::string& t) {
   return true;
 }
 
+// Seconds since 1970 of a time as utc_now() writes it (is_utc_time), or nullopt for one that is no
+// date (month 13, say).
+std::optional<std::int64_t> seconds_of(const std::string& t) {
+  std::tm tm{};
+  if (!is_utc_time(t) || !::strptime(t.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return std::nullopt;
+  std::tm back = tm;
+  const std::time_t at = ::timegm(&back);
+  if (back.tm_mday != tm.tm_mday || back.tm_mon != tm.tm_mon) return std::nullopt;  // normalised: not a date
+  return static_cast<std::int64_t>(at);
+}
+
 // Whether `report` is `rendered` with one and the same UTC time wherever `rendered` has `slot`.
-bool same_but_for_the_time(const std::string& rendered, const std::string& slot, const std::string& report) {
+bool same_but_for_the_time(const std::string& rendered, const std::string& slot, const std::string& report, std::string& time) {
   std::vector<std::string> parts;
   for (std::size_t from = 0;;) {
     const std::size_t at = rendered.find(slot, from);
@@ -182,7 +194,7 @@ bool same_but_for_the_time(const std::string& rendered, const std::string& slot,
   if (report.compare(0, parts[0].size(), parts[0]) != 0) return false;
   const std::size_t end = report.find(parts[1], parts[0].size());
   if (end == std::string::npos) return false;
-  const std::string time = report.substr(parts[0].size(), end - parts[0].size());
+  time = report.substr(parts[0].size(), end - parts[0].size());
   if (!is_utc_time(time)) return false;
   std::string expected = parts[0];
   for (std::size_t i = 1; i < parts.size(); ++i) expected += time + parts[i];
@@ -205,9 +217,22 @@ void check_rendered_from(const Store& store, StoreReport& rendered, const std::s
                              : head.rfind("<?xml", 0) == 0                                         ? "junit"
                              : head.rfind("<!DOCTYPE html", 0) == 0 || head.rfind("<html", 0) == 0 ? "html"
                                                                                                    : "md";
+  std::string time;
   for (const bool audit : {false, true}) {
     if (audit && format != "md" && format != "html") break;
-    if (same_but_for_the_time(rendered.render(format, audit), slot, report)) return;
+    if (!same_but_for_the_time(rendered.render(format, audit), slot, report, time)) continue;
+    // The time is the report's own, but must be one it could have been rendered at: not before its
+    // newest run began nor after now, a day either way for clocks that differ between machines
+    // (found by review: 9999-99-99T99:99:99Z, and a year before the runs, were signed).
+    std::string newest;
+    for (const auto& r : rendered.data().run_rows) newest = std::max(newest, r.started_at);
+    const auto at = seconds_of(time), first = seconds_of(newest), now = seconds_of(utc_now());
+    constexpr std::int64_t kDay = 86400;
+    if (!at || (first && *at < *first - kDay) || (now && *at > *now + kDay))
+      fail_usage(report_path + ": names " + time + " as the time it was rendered, " +
+                 (at ? "which is not between its newest run's start (" + newest + ") and now, a day either way" : "which is no date") +
+                 ": render it again with `d9m report --db " + store.path() + "` and attest that file");
+    return;
   }
   fail_usage(report_path + ": is not the report this d9m renders from " + store.path() + " now (" + format +
              "): its text differs beyond the time it was rendered. A report edited after rendering is not signed; nor is one "

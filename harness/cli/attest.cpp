@@ -18,7 +18,7 @@ struct AttestArgs {
 };
 
 int attest(const AttestArgs& a) {
-  check_output(a.output);
+  check_output(a.output, {a.db, a.report});
   const Store store = Store::open(a.db, Store::Mode::read_only);
   const nlohmann::json statement = attest_store(store, a.report);
   write_output(a.output, json_text(make_envelope(statement, a.key.empty() ? std::nullopt : std::optional(a.key)), 2) + "\n");

@@ -20,7 +20,7 @@ struct BaselineArgs {
 };
 
 int pin(const BaselineArgs& a) {
-  check_output(a.output);
+  check_output(a.output, {a.db});
   const Store store = Store::open(a.db, Store::Mode::read_only);
   ReportData data = load_report_data(store);
   select_stacks(data, a.stacks);

@@ -1,6 +1,7 @@
 // What several verbs share: the catalogue they read and how they write their output.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "harness/core/catalog.h"
 #include "harness/report/model.h"
@@ -15,7 +16,8 @@ Catalog load_catalog(const std::string& path, const std::string& profile = "defa
 void write_output(const std::string& path, const std::string& text);
 
 // Checks, before a verb reads anything, that write_output(path, ...) can succeed (nothing to
-// check for standard output): a missing or unwritable folder fails at once, not after the work.
-void check_output(const std::string& path);
+// check for standard output): a missing or unwritable folder fails at once, not after the work;
+// and that `path` is none of the files in `inputs`, which the verb reads (Error(usage)).
+void check_output(const std::string& path, const std::vector<std::string>& inputs = {});
 
 }  // namespace d9m::cli

@@ -25,7 +25,7 @@ int diff(const DiffArgs& a) {
     std::snprintf(got, sizeof got, "%g", a.timing_tolerance);
     fail_usage(std::string("--timing-tolerance must be a finite number of at least 0 (0.25 means 25%), got ") + got);
   }
-  check_output(a.output);
+  check_output(a.output, {a.a, a.a.substr(0, a.a.rfind('@')), a.b, a.b.substr(0, a.b.rfind('@'))});
   const DiffReport d = diff_reports(load_operand(a.a), load_operand(a.b), a.timing_tolerance);
   write_output(a.output, render_diff(d, a.a, a.b));
   return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);

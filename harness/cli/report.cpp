@@ -21,7 +21,7 @@ struct ReportArgs {
 };
 
 int report(const ReportArgs& a) {
-  check_output(a.output);
+  check_output(a.output, {a.db});
   const Store store = Store::open(a.db, Store::Mode::read_only);
   // The audit report quotes the store file's SHA-256: only of a file that holds everything, and
   // only of a store that verifies (a filing must not present edited evidence as clean).

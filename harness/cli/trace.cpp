@@ -15,7 +15,7 @@ struct TraceDiffArgs {
 };
 
 int trace_diff(const TraceDiffArgs& args) {
-  check_output(args.output);
+  check_output(args.output, {args.db, args.a, args.b});
   const TraceOperand a = parse_trace_operand(args.a.empty() ? args.db : args.a);
   const std::optional<TraceOperand> b = args.b.empty() ? std::nullopt : std::optional<TraceOperand>(parse_trace_operand(args.b));
   const std::vector<TraceDiff> diffs = diff_traces(a, b, args.pipeline, args.setting);

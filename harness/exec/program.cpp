@@ -1,6 +1,5 @@
 #include "harness/exec/program.h"
 
-#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -332,31 +332,30 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
   std::map<std::string, std::string> first_bytes;         // trial 0's file contents
   std::map<std::string, Tensor> first_tensors;            // and their tensors, by output name (parsed once)
   std::optional<std::vector<TraceRecord>> first_trace;
-  std::vector<std::string> previous;  // the files the trial before read as its outputs
+  // A file the trial wrote has a modification time after the trial started, less the file system's
+  // clock tick (its times come from a coarse clock, a tick of up to 10 ms behind): kFreshSlack.
+  // The trials are kept more than that apart, so a file written by an earlier trial, or before the
+  // first, is older than that and refused, whether the program left it in place or moved it there
+  // (found by review: a program that wrote its output only when absent, or moved a cached copy into
+  // place, gave D, its predecessor's file within the 10 ms allowed). d9m changes no file's bytes or
+  // times.
+  constexpr std::int64_t kFreshSlack = 20000000;
+  std::int64_t previous_end = 0;
   for (std::int64_t trial = 0; trial < opt.trials; ++trial) {
     std::remove(trace_path.c_str());
-    // The previous trial's outputs, read and digested already, are dated 1970 before this trial
-    // starts: a file this trial does not write keeps that date and is refused below, instead of the
-    // previous trial's bytes passing as its own (found by review: a program that wrote its output
-    // only when the file was absent gave D, two fast trials' modification times within the 10 ms
-    // allowed). Their bytes are left alone: a file the user had before the first trial is never
-    // removed or rewritten by d9m (an earlier fix that removed them lost such a file).
-    const timespec dates[2] = {{0, UTIME_OMIT}, {1, 0}};
-    for (const std::string& file : previous)
-      if (::utimensat(AT_FDCWD, file.c_str(), dates, 0) != 0 && errno != ENOENT)
-        fail_environment("trial " + std::to_string(trial) + ": cannot set the date of the previous trial's output " + file + " (" +
-                         std::strerror(errno) + "); nothing was stored");
+    if (const std::int64_t wait = previous_end + kFreshSlack + 1000000 - now_ns(); trial > 0 && wait > 0)
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
     const std::int64_t start = now_ns();
     run_once(opt.command, trial, trace_path);
-    out.elapsed_ns.push_back(now_ns() - start);
+    previous_end = now_ns();
+    out.elapsed_ns.push_back(previous_end - start);
     std::size_t k = 0;
-    previous = expand(opt.outputs, trial);
-    for (const std::string& file : previous) {
+    for (const std::string& file : expand(opt.outputs, trial)) {
       struct stat st {};
       if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         fail_usage("trial " + std::to_string(trial) + ": output " + file + " is not a regular file; nothing was stored");
       const std::int64_t mtime = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-      if (mtime < start - 10000000)  // file systems round times: 10 ms of slack
+      if (mtime < start - kFreshSlack)
         fail_usage("trial " + std::to_string(trial) + ": output " + file +
                    " was not written by this trial (modified before it started); nothing was stored");
       const std::string data = read_input_file(file, "output", std::size_t{1} << 34);

@@ -200,12 +200,17 @@ fi
 
 # d9m exec: a trial's output is what that trial wrote (found by review). A program that writes
 # random bytes only when its output is absent (a cache) gave D: the second trial wrote nothing and
-# its predecessor's file, within 10 ms, passed as its own. The previous trial's outputs are now
-# dated 1970 before the next trial: one it does not write is refused.
+# its predecessor's file, within 10 ms, passed as its own. Trials are now kept 20 ms apart, more
+# than a file system's clock tick: one it does not write is refused.
 printf '[ -e cache.bin ] || head -c 64 /dev/urandom > cache.bin\n' > cache.sh
 rm -f cache.bin
 expect "exec: a cached output is not the trial's own" 2 "trial 1: output cache\.bin was not written by this trial" \
   "$D9M" exec -n 3 --db exec.sqlite --outputs cache.bin -- sh cache.sh
+# A cached copy moved into place keeps its time, a moment before the trial (found by review: D).
+printf 'if [ -e c.bin ]; then mv c.bin moved.bin; else head -c 16 /dev/urandom > moved.bin; cp moved.bin c.bin; fi\n' > moved.sh
+rm -f c.bin moved.bin
+expect "exec: a cached copy moved into place is not the trial's own" 2 "trial 1: output moved\.bin was not written by this trial" \
+  "$D9M" exec -n 2 --db exec.sqlite --outputs moved.bin -- sh moved.sh
 # ...and d9m never removes or rewrites a file (found by review of an earlier fix, which removed
 # the outputs between trials: a results file the user had, appended to by the program, was lost).
 printf 'old,precious,data\n' > results.csv

@@ -182,14 +182,26 @@ grep -q '^# selection: stacks S1 ' a.md part.md && fail "item 7: a whole-store r
 for f in md html json junit; do
   python3 -c 'import sys; t = open(sys.argv[1]).read(); assert "NONDETERMINISTIC" in t; open(sys.argv[2], "w").write(t.replace("NONDETERMINISTIC", "DETERMINISTIC", 1))' a.$f edited.$f
   "$D9M" attest --db a.sqlite --report edited.$f --key key.pem -o x.att 2> err; check "item 7: an edited $f report" 2 $? err "is not the report this d9m renders"
-  sed -E 's/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/1999-12-31T23:59:59Z/g' a.$f > retimed.$f
+  sed -E "s/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)/g" a.$f > retimed.$f
   cmp -s a.$f retimed.$f && fail "item 7: the $f report names no time"
   "$D9M" attest --db a.sqlite --report retimed.$f --key key.pem -o x.att 2> err; check "item 7: a $f report rendered at another time" 0 $?
+  # ...but one it could have been rendered at (found by review: a year before its runs was signed)
+  for when in 1999-12-31T23:59:59Z 9999-99-99T99:99:99Z; do
+    sed -E "s/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/$when/g" a.$f > retimed.$f
+    "$D9M" attest --db a.sqlite --report retimed.$f --key key.pem -o x.att 2> err; check "item 7: a $f report rendered at $when" 2 $? err "as the time it was rendered"
+  done
 done
 for f in md html; do
   "$D9M" report --db a.sqlite --format $f --audit -o audit.$f
   "$D9M" attest --db a.sqlite --report audit.$f --key key.pem -o x.att 2> err; check "item 7: attest an audit $f report" 0 $?
 done
+# -o naming the store or the report attested would replace it (found by review: it did).
+cp a.md own.md
+"$D9M" attest --db a.sqlite --report own.md --key key.pem -o own.md 2> err; check "item 7: attest -o the report" 2 $? err "which this command reads"
+"$D9M" attest --db a.sqlite --report own.md --key key.pem -o ./a.sqlite 2> err; check "item 7: attest -o the store" 2 $? err "which this command reads"
+"$D9M" report --db a.sqlite -o a.sqlite 2> err; check "report -o the store" 2 $? err "which this command reads"
+cmp -s a.md own.md || fail "item 7: the report attested was changed"
+"$D9M" verify --db a.sqlite > out; check "the store is intact after -o refusals" 0 $? out ": OK"
 # The audit report names its time twice (header, identification): once changed, it is two times.
 sed -E '0,/20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/s//1999-12-31T23:59:59Z/' audit.md > retimed.md
 "$D9M" attest --db a.sqlite --report retimed.md --key key.pem -o x.att 2> err; check "item 7: a report naming two times" 2 $? err "is not the report this d9m renders"
