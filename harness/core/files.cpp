@@ -118,7 +118,29 @@ std::string read_input_file(const std::string& path, const std::string& what, st
   fail_usage(path + ": " + limit + " (read stopped there)");
 }
 
+namespace {
+
+// Whether `path` itself is a character device (/dev/null, a terminal): one to write into, never to
+// replace. Renaming a new file over it put a regular file where /dev/null was (`-o /dev/null` run
+// as root: found when a test then read text from /dev/null). A link or a FIFO at the target is
+// still replaced, as before: writing through a planted link could reach another file, and opening
+// a FIFO with no reader would block.
+bool is_special_file(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::string& text) {
+  if (is_special_file(path)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail_environment(path + ": cannot write (" + why(errno) + ")");
+    int err = write_all(fd, text.data(), text.size()) ? 0 : errno;
+    if (::close(fd) != 0 && err == 0) err = errno;
+    if (err != 0) fail_environment(path + ": cannot write (" + why(err) + ")");
+    return;
+  }
   std::string tmp;
   const int fd = create_temporary(path, tmp);
   if (fd < 0) fail_environment(path + ": cannot write (" + why(errno) + ")");
@@ -185,6 +207,10 @@ void check_not_a_folder(const std::string& path) {
 
 void check_output_file(const std::string& path) {
   check_not_a_folder(path);
+  if (is_special_file(path)) {  // written into (write_file_atomically): its folder is not written
+    if (::access(path.c_str(), W_OK) != 0) fail_environment(path + ": cannot write (" + why(errno) + ")");
+    return;
+  }
   struct stat st {};
   const std::string folder = folder_of(path);
   if (::stat(folder.c_str(), &st) != 0) fail_environment(path + ": cannot write: folder " + folder + " (" + why(errno) + ")");

@@ -3,6 +3,7 @@
 // devices that never end.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,18 @@ TEST_F(FilesTest, ASymlinkOrFifoAtTheTargetIsReplacedNotWrittenThrough) {
   EXPECT_EQ(contents(path("out.json")), "{}");
   EXPECT_TRUE(fs::is_regular_file(path("pipe.json")));
   EXPECT_EQ(contents(path("pipe.json")), "[]");
+}
+
+// A character device named as the output is written into, never replaced: `-o /dev/null` run as
+// root renamed a regular file over /dev/null. (Made with mknod where the test may: as root.)
+TEST_F(FilesTest, ACharacterDeviceAtTheTargetIsWrittenIntoNotReplaced) {
+  if (::mknod(path("null").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) != 0) GTEST_SKIP() << "mknod needs root";
+  check_output_file(path("null"));
+  write_file_atomically(path("null"), "the report");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path("null").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(names(), (std::vector<std::string>{"null"}));  // no temporary left beside it
 }
 
 TEST_F(FilesTest, AWrittenFileHasTheUsualPermissionsAndReplacesTheOldOneWhole) {
