@@ -8,8 +8,9 @@
 //   cub.gpu_to_gpu      resource handing out the workspace sized and allocated in prepare().
 // Where CCCL 3.3 refuses a level for an algorithm, it does so at compile time (static_assert), so
 // the variant is UNSUPPORTED with the assertion's words; suites/cub/ checks that the headers
-// still refuse. CCCL 3.3 has no environment overload of InclusiveSum: cumsum's environment call is
-// ExclusiveSum over N+1 items (the input padded with a zero), out[i] = exclusive[i+1].
+// still refuse. CCCL 3.3 has no environment overload of InclusiveSum (suites/cub/ checks that too,
+// so a CCCL that adds one says so): cumsum's environment call is ExclusiveSum over N+1 items (the
+// input padded with a zero), out[i] = exclusive[i+1].
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>

@@ -2,6 +2,8 @@
 // reduce family registers these as UNSUPPORTED variants quoting the assertion
 // (kernels/reduce/reduce_cub.cu). refusals_test.cmake compiles each and expects that very
 // assertion: when a newer CCCL accepts one, the test fails, and the variant should run instead.
+// Refusal 4 is not a level but a missing overload: InclusiveSum has no environment form in the
+// pinned CCCL, which is why cumsum's environment variants call ExclusiveSum over N+1 items.
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda/__execution/determinism.h>
@@ -18,7 +20,10 @@ cudaError_t attempt(float* in, float* out, int* offsets) {
   return cub::DeviceScan::ExclusiveSum(in, out, 8, ::cuda::execution::require(det::gpu_to_gpu));
 #elif D9M_REFUSAL == 3
   return cub::DeviceSegmentedReduce::Sum(in, out, 2, offsets, offsets + 1, ::cuda::execution::require(det::gpu_to_gpu));
+#elif D9M_REFUSAL == 4
+  (void)offsets;
+  return cub::DeviceScan::InclusiveSum(in, out, 8, ::cuda::execution::require(det::not_guaranteed));
 #else
-#error "D9M_REFUSAL names the refusal to attempt: 1, 2 or 3"
+#error "D9M_REFUSAL names the refusal to attempt: 1, 2, 3 or 4"
 #endif
 }
