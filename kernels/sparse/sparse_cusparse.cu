@@ -18,6 +18,14 @@
 // calls: a failed buffer-size or preprocessing call makes the case UNSUPPORTED, with cuSPARSE's
 // status in the reason.
 //
+// `cusparse.<algorithm>_percall`, for each algorithm a config may claim deterministic: the same
+// call, but cusparse*_preprocess runs again before every call and the product goes to one buffer
+// the variant owns (the same address in every trial), copied to the trial's output afterwards. The
+// H200 audit saw CSR_ALG3 and the mixed-precision default diverge with the plain variants, which
+// preprocess once and point the output descriptor at a new buffer each trial: the API allows that,
+// but should the per-call form repeat where the plain one does not, the divergence comes from
+// that pattern, not from the algorithm itself.
+//
 // Claims, from the cuSPARSE documentation (generic API, cusparseSpMV and cusparseSpMM):
 //   - SpMV "provides deterministic (bit-wise) results for each run only for CUSPARSE_SPMV_COO_ALG2
 //     and CUSPARSE_SPMV_CSR_ALG2 algorithms, and opA == CUSPARSE_OPERATION_NON_TRANSPOSE"; of
@@ -57,6 +65,9 @@ struct Algorithm {
   bool documented_deterministic;
   const char* doc;      // what the documentation says of it
   const char* format;   // the format the documentation describes it for ("csr", "coo"; null: any)
+  // A config may claim it deterministic (the documented paths; SpMM's default in mixed
+  // precision): it also gets a `_percall` control.
+  bool may_claim_deterministic = false;
 };
 
 const char kMayDiffer[] = "may produce slightly different results during different runs with the same input parameters";
@@ -70,38 +81,40 @@ const Algorithm kSpmvAlgorithms[] = {
                                                      "results during different runs with the same input parameters'", "csr"},
     {"spmv_csr_alg2", CUSPARSE_SPMV_CSR_ALG2, true,
      "CUSPARSE_SPMV_CSR_ALG2: 'provides deterministic (bit-wise) results for each run' (opA == "
-     "CUSPARSE_OPERATION_NON_TRANSPOSE)", "csr"},
+     "CUSPARSE_OPERATION_NON_TRANSPOSE)", "csr", true},
     {"spmv_coo_alg1", CUSPARSE_SPMV_COO_ALG1, false, "CUSPARSE_SPMV_COO_ALG1: the docs say it 'may produce slightly different "
                                                      "results during different runs with the same input parameters'", "coo"},
     {"spmv_coo_alg2", CUSPARSE_SPMV_COO_ALG2, true,
      "CUSPARSE_SPMV_COO_ALG2: 'provides deterministic (bit-wise) results for each run' (opA == "
-     "CUSPARSE_OPERATION_NON_TRANSPOSE)", "coo"},
+     "CUSPARSE_OPERATION_NON_TRANSPOSE)", "coo", true},
 };
 
 const Algorithm kSpmmAlgorithms[] = {
     {"spmm_default", CUSPARSE_SPMM_ALG_DEFAULT, false,
      "CUSPARSE_SPMM_ALG_DEFAULT: not guaranteed, the docs promise bit-wise results for each run only for "
-     "CUSPARSE_SPMM_COO_ALG2, CUSPARSE_SPMM_CSR_ALG3 and CUSPARSE_SPMM_BSR_ALG1", nullptr},
+     "CUSPARSE_SPMM_COO_ALG2, CUSPARSE_SPMM_CSR_ALG3 and CUSPARSE_SPMM_BSR_ALG1", nullptr, true},
     {"spmm_csr_alg1", CUSPARSE_SPMM_CSR_ALG1, false,
      "CUSPARSE_SPMM_CSR_ALG1: not guaranteed, the docs say it may produce slightly different results in different runs", "csr"},
     {"spmm_csr_alg2", CUSPARSE_SPMM_CSR_ALG2, false,
      "CUSPARSE_SPMM_CSR_ALG2: not guaranteed, the docs say it may produce slightly different results in different runs", "csr"},
     {"spmm_csr_alg3", CUSPARSE_SPMM_CSR_ALG3, true,
-     "CUSPARSE_SPMM_CSR_ALG3: documented deterministic, for CSR with opA == CUSPARSE_OPERATION_NON_TRANSPOSE only", "csr"},
+     "CUSPARSE_SPMM_CSR_ALG3: documented deterministic, for CSR with opA == CUSPARSE_OPERATION_NON_TRANSPOSE only", "csr", true},
     {"spmm_coo_alg1", CUSPARSE_SPMM_COO_ALG1, false,
      "CUSPARSE_SPMM_COO_ALG1: not guaranteed, the docs say it may produce slightly different results in different runs", "coo"},
     {"spmm_coo_alg2", CUSPARSE_SPMM_COO_ALG2, true,
      "CUSPARSE_SPMM_COO_ALG2: documented deterministic ('it provides deterministic result'), with opA == "
-     "CUSPARSE_OPERATION_NON_TRANSPOSE", "coo"},
+     "CUSPARSE_OPERATION_NON_TRANSPOSE", "coo", true},
     {"spmm_coo_alg3", CUSPARSE_SPMM_COO_ALG3, false,
      "CUSPARSE_SPMM_COO_ALG3: not guaranteed, the docs say it may produce slightly different results in different runs", "coo"},
     {"spmm_coo_alg4", CUSPARSE_SPMM_COO_ALG4, false,
      "CUSPARSE_SPMM_COO_ALG4: not guaranteed, the docs say it may produce slightly different results in different runs", "coo"},
 };
 
-Claim static_claim(const Algorithm& alg) {
+const char kPerCall[] = " (the per-call control: preprocessing before every call, one fixed output buffer copied out)";
+
+Claim static_claim(const Algorithm& alg, bool per_call) {
   return {alg.documented_deterministic ? Determinism::deterministic : Determinism::nondeterministic, ClaimSource::vendor_doc,
-          alg.doc};
+          alg.doc + std::string(per_call ? kPerCall : "")};
 }
 
 // What the documentation says for this config, where it differs from the variant's own claim.
@@ -144,6 +157,7 @@ cudaDataType data_type(DType t) {
 struct State {
   Routine routine{};
   int alg = 0;
+  bool per_call = false;  // preprocess before every call, into fixed_output
   cusparseHandle_t handle = nullptr;
   cusparseSpMatDescr_t a = nullptr;
   cusparseDnVecDescr_t x = nullptr, y = nullptr;
@@ -152,7 +166,7 @@ struct State {
   cudaDataType compute = CUDA_R_32F;
   double alpha64 = 1, beta64 = 0;
   float alpha32 = 1, beta32 = 0;
-  DeviceBuffer placeholder, workspace;
+  DeviceBuffer placeholder, workspace, fixed_output;
   std::vector<const void*> bound;  // the inputs the descriptors point at (empty: the placeholder)
 
   const void* alpha() const { return compute == CUDA_R_64F ? static_cast<const void*>(&alpha64) : &alpha32; }
@@ -168,12 +182,13 @@ struct State {
   }
 };
 
-Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const ExecContext& exec) {
+Prepared prepare(Routine routine, const Algorithm& alg, bool per_call, const Problem& p, const ExecContext& exec) {
   const auto& g = p.geom<Geometry>();
   const cudaStream_t stream = static_cast<cudaStream_t>(exec.stream);
   auto st = std::make_shared<State>();
   st->routine = routine;
   st->alg = alg.value;
+  st->per_call = per_call;
   st->op = g.transpose ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
   st->op_b = g.adjoint_b ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
   st->compute = p.dtype == DType::f64 ? CUDA_R_64F : CUDA_R_32F;
@@ -211,13 +226,17 @@ Prepared prepare(Routine routine, const Algorithm& alg, const Problem& p, const 
                                                  &bytes));
   }
   st->workspace = DeviceBuffer(std::max<std::size_t>(bytes, 16), stream);
-  return {st, config_claim(routine, alg, p)};
+  if (per_call) st->fixed_output = DeviceBuffer(std::max<std::size_t>(p.output.bytes(), 16), stream);
+  auto claim = config_claim(routine, alg, p);
+  if (claim && per_call) claim->reason += kPerCall;
+  return {st, claim};
 }
 
-// Points the descriptors at this call's inputs; the first time (and whenever the inputs move),
-// preprocessing runs for them: cuSPARSE analyses A's sparsity once for all the trials.
-void bind(State& st, const KernelArgs& a) {
-  if (st.bound == a.inputs) return;
+// Points the descriptors at this call's inputs and `output`; the first time (and whenever the
+// inputs move, or before every call of a per-call control), preprocessing runs for them: cuSPARSE
+// analyses A's sparsity once for all the trials.
+void bind(State& st, const KernelArgs& a, void* output) {
+  if (st.bound == a.inputs && !st.per_call) return;
   auto in = [&](std::size_t i) { return const_cast<void*>(a.inputs[i]); };  // cuSPARSE reads them only
   if (a.problem.geom<Geometry>().format == Format::csr)
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCsrSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
@@ -225,13 +244,13 @@ void bind(State& st, const KernelArgs& a) {
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseCooSetPointers(st.a, in(kRowsArg), in(kColsArg), in(kValuesArg)));
   if (st.routine == Routine::spmv) {
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.x, in(kDenseArg)));
-    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, output));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMV_preprocess",
                          vendor::cusparse().cusparseSpMV_preprocess(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
                                                  static_cast<cusparseSpMVAlg_t>(st.alg), st.workspace.get()));
   } else {
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.b, in(kDenseArg)));
-    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, output));
     D9M_CUSPARSE_ATTEMPT("cusparseSpMM_preprocess",
                          vendor::cusparse().cusparseSpMM_preprocess(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b,
                                                  st.beta(), st.c, st.compute, static_cast<cusparseSpMMAlg_t>(st.alg),
@@ -242,26 +261,35 @@ void bind(State& st, const KernelArgs& a) {
 
 void run(const KernelArgs& a) {
   auto& st = *static_cast<State*>(a.state);
-  D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSetStream(st.handle, cuda::stream_of(a)));
-  bind(st, a);
+  const cudaStream_t stream = cuda::stream_of(a);
+  D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSetStream(st.handle, stream));
+  void* const output = st.per_call ? st.fixed_output.get() : a.output;
+  bind(st, a, output);
   if (st.routine == Routine::spmv) {
-    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnVecSetValues(st.y, output));
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSpMV(st.handle, st.op, st.alpha(), st.a, st.x, st.beta(), st.y, st.compute,
                                     static_cast<cusparseSpMVAlg_t>(st.alg), st.workspace.get()));
   } else {
-    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, a.output));
+    D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseDnMatSetValues(st.c, output));
     D9M_CUSPARSE_CHECK(vendor::cusparse().cusparseSpMM(st.handle, st.op, st.op_b, st.alpha(), st.a, st.b, st.beta(), st.c,
                                     st.compute, static_cast<cusparseSpMMAlg_t>(st.alg), st.workspace.get()));
   }
+  if (st.per_call)
+    D9M_CUDA_CHECK(cudaMemcpyAsync(a.output, output, a.problem.output.bytes(), cudaMemcpyDeviceToDevice, stream));
 }
 
 template <std::size_t N>
 std::vector<VariantDef> variants(const std::string& op, Routine routine, const Algorithm (&algorithms)[N]) {
   std::vector<VariantDef> out;
   for (const Algorithm& alg : algorithms)
-    out.push_back({.op = op, .name = std::string("cusparse.") + alg.variant, .backend = Backend::cuda, .role = Role::vendor,
-                   .claim = static_claim(alg), .run = run,
-                   .prepare = [routine, &alg](const Problem& p, const ExecContext& e) { return prepare(routine, alg, p, e); }});
+    for (bool per_call : {false, true}) {
+      if (per_call && !alg.may_claim_deterministic) continue;
+      out.push_back({.op = op, .name = std::string("cusparse.") + alg.variant + (per_call ? "_percall" : ""),
+                     .backend = Backend::cuda, .role = Role::vendor, .claim = static_claim(alg, per_call), .run = run,
+                     .prepare = [routine, &alg, per_call](const Problem& p, const ExecContext& e) {
+                       return prepare(routine, alg, per_call, p, e);
+                     }});
+    }
   return out;
 }
 

@@ -151,24 +151,35 @@ TEST(Registry, ACudaBuildHoldsTheGpuVariants) {
     EXPECT_EQ(Registry::global().find_variant(op, "cublas.multistream")->claim.determinism, Determinism::nondeterministic);
   }
   // cuSPARSE: one variant per algorithm of cusparseSpMV and cusparseSpMM; the documented
-  // deterministic paths claim it (from the docs), every other algorithm does not.
+  // deterministic paths claim it (from the docs), every other algorithm does not. Each algorithm a
+  // config may claim deterministic (the documented paths, SpMM's default in mixed precision) also
+  // has its per-call control, with the same claim.
   const std::map<std::string, std::vector<std::pair<std::string, bool>>> cusparse = {
       {"spmv", {{"spmv_default", false}, {"spmv_csr_alg1", false}, {"spmv_csr_alg2", true}, {"spmv_coo_alg1", false},
                 {"spmv_coo_alg2", true}}},
       {"spmm", {{"spmm_default", false}, {"spmm_csr_alg1", false}, {"spmm_csr_alg2", false}, {"spmm_csr_alg3", true},
                 {"spmm_coo_alg1", false}, {"spmm_coo_alg2", true}, {"spmm_coo_alg3", false}, {"spmm_coo_alg4", false}}}};
+  const std::set<std::string> with_control = {"spmv_csr_alg2", "spmv_coo_alg2", "spmm_default", "spmm_csr_alg3", "spmm_coo_alg2"};
   for (const auto& [op, algorithms] : cusparse) {
-    std::size_t registered = 0;
+    std::size_t registered = 0, expected = 0;
     for (const auto* v : Registry::global().variants_of(op)) registered += v->name.rfind("cusparse.", 0) == 0;
-    EXPECT_EQ(registered, algorithms.size()) << op;
     for (const auto& [alg, deterministic] : algorithms) {
-      const VariantDef* v = Registry::global().find_variant(op, "cusparse." + alg);
-      ASSERT_NE(v, nullptr) << op << "/" << alg;
-      EXPECT_EQ(v->role, Role::vendor) << alg;
-      EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc) << alg;
-      EXPECT_EQ(v->claim.determinism, deterministic ? Determinism::deterministic : Determinism::nondeterministic) << alg;
-      EXPECT_TRUE(v->prepare) << alg;
+      const bool controlled = with_control.count(alg) != 0;
+      expected += controlled ? 2 : 1;
+      for (const std::string& name : {alg, alg + "_percall"}) {
+        const VariantDef* v = Registry::global().find_variant(op, "cusparse." + name);
+        if (name != alg && !controlled) {
+          EXPECT_EQ(v, nullptr) << op << "/" << name << ": a control for an algorithm no config claims deterministic";
+          continue;
+        }
+        ASSERT_NE(v, nullptr) << op << "/" << name;
+        EXPECT_EQ(v->role, Role::vendor) << name;
+        EXPECT_EQ(v->claim.source, ClaimSource::vendor_doc) << name;
+        EXPECT_EQ(v->claim.determinism, deterministic ? Determinism::deterministic : Determinism::nondeterministic) << name;
+        EXPECT_TRUE(v->prepare) << name;
+      }
     }
+    EXPECT_EQ(registered, expected) << op;
   }
   // CUB's determinism levels (issue 12 item 5): every level is a variant, those CCCL 3.3 refuses
   // for an algorithm UNSUPPORTED on every config with the library's reason.
