@@ -29,9 +29,17 @@
 #                             searching at every step; it now searches at the first step of a trial)
 #   D9M_LONG_PIPELINE_STEPS=100  the cnn pipeline's GPU settings again at this many steps a trial (0: not),
 #                             at D9M_PIPELINE_TRIALS: how a race's difference grows over a training run
+#   D9M_DEADLINE_S=0          seconds from the job's start by which its stages must have ended (0: no
+#                             limit), D9M_REPORT_RESERVE_S=60 of them kept for the reports: set it below
+#                             the lease's call limit, so that the limit never kills the job before its
+#                             reports and checkpoint. Every test binary and run gets only the time left
+#                             (`timeout`, SIGTERM): a d9m run stopped so ends its run as interrupted,
+#                             with every case it finished kept (`d9m run --resume` continues it); a stage
+#                             reached with no time left is not started. The log names each.
 #
 # The exit code is the first nonzero one of the GPU tests, the unit tests, the GPU runs, the CPU
-# run and the report's verdict (1: a claim was broken).
+# run and the report's verdict (1: a claim was broken); else 124 when the deadline cut the job
+# short.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-out/gpu-audit}}
@@ -42,18 +50,53 @@ cpu_trials=${D9M_CPU_TRIALS:-20}
 pipeline_trials=${D9M_PIPELINE_TRIALS:-20}
 long_steps=${D9M_LONG_PIPELINE_STEPS:-100}
 [[ $long_steps =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_LONG_PIPELINE_STEPS must be a number of steps (0: none), not '$long_steps'" >&2; exit 2; }
+deadline=${D9M_DEADLINE_S:-0}
+reserve=${D9M_REPORT_RESERVE_S:-60}
+for v in deadline reserve; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_DEADLINE_S and D9M_REPORT_RESERVE_S are whole seconds, not '${!v}'" >&2; exit 2; }
+done
 all_stages="tests libraries others cpu models hook bench peer"
 read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
 stages=" ${stage_list[*]} "
 for s in "${stage_list[@]}"; do
   [[ " $all_stages " == *" $s "* ]] || { echo "gpu-audit: unknown stage '$s' in D9M_STAGES (stages: $all_stages)" >&2; exit 2; }
 done
-stage() { [[ $stages == *" $1 "* ]]; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
 log=$out/log.txt
 : > "$log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
+
+# The deadline: seconds left for the stages, and the commands run within it (as they are without
+# a deadline). A command the deadline stopped, or did not start, exits 124 (137 if it had to be
+# killed) and leaves a mark: these run in pipelines, so in subshells, where no variable would
+# reach the job's exit code.
+cut_marker=$(mktemp)
+rm -f "$cut_marker"
+trap 'rm -f "$cut_marker"' EXIT
+seconds_left() { echo $((deadline - reserve - SECONDS)); }
+cut_short() { say "deadline (${deadline} s, ${reserve} s kept for the reports): $*"; : > "$cut_marker"; }
+within_deadline() {
+  ((deadline > 0)) || { "$@"; return; }
+  local left rc
+  left=$(seconds_left)
+  if ((left < 5)); then
+    cut_short "not started: ${*:1:3} ..."
+    return 124
+  fi
+  timeout --signal=TERM --kill-after=30 "$left" "$@"
+  rc=$?
+  ((rc == 124 || rc == 137)) && cut_short "stopped after $left s: ${*:1:3} ..."
+  return "$rc"
+}
+stopped() { (($1 == 124 || $1 == 137)) && [[ -e $cut_marker ]]; }
+# Whether a stage was asked for and, under a deadline, still has time to start.
+stage() {
+  [[ $stages == *" $1 "* ]] || return 1
+  ((deadline == 0 || $(seconds_left) >= 5)) && return 0
+  cut_short "stage $1 not started"
+  return 1
+}
 
 # Fixtures the unit tests read (their compiled-in source path is the building machine's).
 export D9M_SOURCE_DIR=$PWD
@@ -125,34 +168,38 @@ if stage tests; then
   # The test binaries are run directly: a carried build folder's CTest files name the paths of
   # the machine that configured it.
   say "GPU tests"
-  "$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
+  within_deadline "$build/suites/d9m_gpu_tests" 2>&1 | tee -a "$log"
   tests_rc=${PIPESTATUS[0]}
+  stopped "$tests_rc" && tests_rc=0
   # The kernels under NVIDIA's sanitizers where the toolkit has them: out-of-bounds and misaligned
   # accesses (memcheck) and shared-memory races (racecheck) count as test failures.
   if command -v compute-sanitizer > /dev/null; then
     for tool in ${D9M_SANITIZERS-memcheck racecheck}; do
       say "GPU tests under compute-sanitizer --tool $tool"
-      compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/suites/d9m_gpu_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+      within_deadline compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/suites/d9m_gpu_tests" --gtest_brief=1 2>&1 | tee -a "$log"
       rc=${PIPESTATUS[0]}
-      ((rc == 0)) || tests_rc=$rc
+      ((rc == 0)) || stopped "$rc" || tests_rc=$rc
     done
   fi
   say "unit tests"
-  "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
+  within_deadline "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
   unit_rc=${PIPESTATUS[0]}
+  stopped "$unit_rc" && unit_rc=0
   if [[ -x $build/suites/d9m_with_faults ]]; then
     say "isolation on the GPU: faults, the sticky CUDA error included, cost only their case"
-    bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"
+    within_deadline bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"
     faults_rc=${PIPESTATUS[0]}
-    ((faults_rc == 0)) || tests_rc=$faults_rc
+    ((faults_rc == 0)) || stopped "$faults_rc" || tests_rc=$faults_rc
   fi
 fi
 
 # Runs d9m run into the store; the first nonzero exit code becomes gpu_rc (a 1, a broken claim,
-# is not overwritten by a later run's code).
+# is not overwritten by a later run's code). A run the deadline stopped or never started is not a
+# failure: cut_short says so.
 audit() {
-  "$d9m" run "$@" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  within_deadline "$d9m" run "$@" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
+  stopped "$rc" && return
   ((rc == 0 || gpu_rc != 0)) || gpu_rc=$rc
 }
 # The distinct values of one field (1: op, 3: variant) of `d9m list --cases` for the given
@@ -207,8 +254,9 @@ if stage others; then
 fi
 if stage cpu; then
   say "audit: CPU backend, $cpu_trials trials per case"
-  "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  within_deadline "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
   cpu_rc=${PIPESTATUS[0]}
+  stopped "$cpu_rc" && cpu_rc=0
 fi
 models_trials=${D9M_MODELS_TRIALS:-20}
 models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
@@ -237,8 +285,8 @@ if stage hook; then
   for mode in default deterministic; do
     say "PyTorch hook: model_step.py, $mode"
     mkdir -p "$out/hook-$mode"
-    (cd "$out/hook-$mode" && D9M_TORCH_MODE=$mode "$d9m" exec -n "${D9M_HOOK_TRIALS:-10}" --outputs weights.bin --outputs inputs.bin \
-       --name "model_step_$mode" --db "$out/d9m.sqlite" -- python3 "$D9M_SOURCE_DIR/suites/python/model_step.py") 2>&1 | tee -a "$log"
+    (cd "$out/hook-$mode" && within_deadline env D9M_TORCH_MODE="$mode" "$d9m" exec -n "${D9M_HOOK_TRIALS:-10}" --outputs weights.bin \
+       --outputs inputs.bin --name "model_step_$mode" --db "$out/d9m.sqlite" -- python3 "$D9M_SOURCE_DIR/suites/python/model_step.py") 2>&1 | tee -a "$log"
     "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/hook-$mode/trace-diff.md" 2>&1 | tee -a "$log"
     rm -f "$out/hook-$mode"/*.bin
   done
@@ -247,13 +295,13 @@ if stage bench && [[ -x $build/bench/d9m_bench ]]; then
   say "GPU benchmarks (docs/PERFORMANCE.md)"
   # The start benchmarks time this d9m, not the path compiled into d9m_bench (the building machine's).
   export D9M_BENCH_EXE=$d9m
-  "$build/bench/d9m_bench" --benchmark_filter='Gpu|CpuCostOfDeterminism|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead|ProcessStart|RunOneCase' \
+  within_deadline "$build/bench/d9m_bench" --benchmark_filter='Gpu|CpuCostOfDeterminism|DigestV1/bytes:268435456|MemoryRead/268435456|StoreInsertTrials|TrialOverhead|ProcessStart|RunOneCase' \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee -a "$log"
 fi
 if stage peer; then
   say "peer: d9m against a PyTorch loop on the GPU and a NumPy loop on the CPU (bench/peer)"
-  bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" gpu 2>&1 | tee -a "$log"
-  bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" cpu 2>&1 | tee -a "$log"
+  within_deadline bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" gpu 2>&1 | tee -a "$log"
+  within_deadline bash bench/peer/compare.sh "$d9m" "${D9M_PEER_TRIALS:-2000}" cpu 2>&1 | tee -a "$log"
 fi
 
 # Only where a stage wrote a store: d9m report would create an empty one.
@@ -280,8 +328,11 @@ with open(sys.argv[1], 'rb') as src, lzma.open(sys.argv[1] + '.xz', 'wb', preset
 else
   say "no store: no stage ran a case"
 fi
-say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc, report $report_rc"
+cut=""
+[[ -e $cut_marker ]] && cut=", cut short by the deadline"
+say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc, report $report_rc$cut"
 for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc $report_rc; do
   ((rc != 0)) && exit "$rc"
 done
+[[ -n $cut ]] && exit 124
 exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci/gpu-audit.sh's stage selection, on any machine (D9M_ALLOW_NO_GPU): a misspelt stage stops
 # the job before anything runs (a lease must not come back green with nothing done), and no stage
-# writes no store and no report, and exits 0.
+# writes no store and no report, and exits 0. Its deadline (D9M_DEADLINE_S) stops a run in time
+# for the reports.
 #   gpu_audit_test.sh BUILD_DIR
 set -uo pipefail
 build=${1:?usage: gpu_audit_test.sh BUILD_DIR}
@@ -40,4 +41,26 @@ rc=$?
 D9M_STAGES=$'\n\tlibrary' job second_line
 rc=$?
 ((rc == 2)) || fail "a misspelt name on a second line: exit $rc, not 2"
+
+# A deadline stops the stage it reaches (the CPU run, far too long for it), keeps what that run
+# finished (it ends as interrupted), starts no later stage, and still writes and verifies the
+# reports: exit 124, and the log names what was stopped and what was not started.
+D9M_STAGES="cpu models" D9M_CPU_TRIALS=1000000 D9M_DEADLINE_S=20 D9M_REPORT_RESERVE_S=12 job deadline
+rc=$?
+((rc == 124)) || fail "a deadline: exit $rc, not 124 ($(tail -3 "$tmp/deadline.log"))"
+grep -q "deadline (20 s, 12 s kept for the reports): stopped after [0-9]* s: .*d9m run" "$tmp/deadline.log" ||
+  fail "a deadline: the CPU run was not stopped by it ($(tail -5 "$tmp/deadline.log"))"
+grep -q "stage models not started" "$tmp/deadline.log" || fail "a deadline: the models stage was not left out"
+grep -q "cut short by the deadline" "$tmp/deadline.log" || fail "a deadline: the last line does not say so"
+[[ -s $tmp/deadline/report.md && -s $tmp/deadline/report.json ]] || fail "a deadline: no reports"
+"$build/harness/d9m" verify --db "$tmp/deadline/d9m.sqlite" > /dev/null || fail "a deadline: the store does not verify"
+python3 - "$tmp/deadline/report.json" << 'PY' || fail "a deadline: the run is not recorded as interrupted"
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert (report["runs"], report["interrupted_runs"]) == (1, 1), (report["runs"], report["interrupted_runs"])
+PY
+# Not a number: refused before anything runs.
+D9M_STAGES="" D9M_DEADLINE_S=9m job bad_deadline
+rc=$?
+((rc == 2)) || fail "D9M_DEADLINE_S=9m: exit $rc, not 2"
 echo "gpu-audit.sh stages: ok"
