@@ -1,4 +1,5 @@
 // d9m report: the evidence in a store, rendered in one of the report formats.
+#include <cstdio>
 #include <memory>
 #include <optional>
 
@@ -38,7 +39,9 @@ int report(const ReportArgs& a) {
   StoreReport report(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id), a.stacks);
   if (a.audit) report.data().store_sha256 = sha256_file(store.path());
   write_output(a.output, report.render(a.format, a.audit));
-  return report.model().verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
+  const Verdict& verdict = report.model().verdict;
+  if (verdict.certifies_nothing()) std::fprintf(stderr, "d9m: NO EVIDENCE: %s\n", verdict.no_evidence().c_str());
+  return verdict.held() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }
 
 }  // namespace

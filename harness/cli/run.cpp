@@ -113,6 +113,7 @@ int run(const RunArgs& a) {
   for (const auto& f : model.verdict.failures)
     std::fprintf(stderr, "d9m: FAIL: %s: %s\n", to_string(f.kind).c_str(), f.text.c_str());
   if (!model.verdict.held()) return static_cast<int>(ExitCode::claim_broken);
+  if (model.verdict.certifies_nothing()) std::fprintf(stderr, "d9m: NO EVIDENCE: %s\n", model.verdict.no_evidence().c_str());
   // CTest's skip: the run certified nothing it selected, every case but d9m's controls SKIPPED or
   // UNSUPPORTED (no device, a config the variant does not take, too little free memory). Found by
   // review: an UNSUPPORTED case passed, since the controls beside it had run.

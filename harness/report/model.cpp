@@ -219,6 +219,7 @@ Verdict verdict_over(const ReportData& data, const std::vector<CrossCheck>& cros
   for (const auto& r : data.results) {
     ++v.cases;
     ++v.by_status[static_cast<int>(r.status)];
+    v.certified += !r.is_control() && (r.status == Status::deterministic || r.status == Status::nondeterministic);
     const std::string w = where(data, r);
     if (r.claim_broken()) {
       if (r.is_control())
@@ -456,6 +457,14 @@ bool Verdict::claim_failed(const CaseResult& r) const {
   return std::any_of(failures.begin(), failures.end(), [&](const Failure& f) { return f.result == &r && f.kind != Failure::Kind::error; });
 }
 
+std::string Verdict::no_evidence() const {
+  const std::int64_t not_run = by_status[static_cast<int>(Status::skipped)] + by_status[static_cast<int>(Status::unsupported)];
+  return (cases == 0 ? std::string("no case was recorded")
+                     : "of " + std::to_string(cases) + " case(s), none but d9m's controls ran (" + std::to_string(not_run) +
+                           " SKIPPED or UNSUPPORTED)") +
+         ": no claim was tested, so none broke, and this certifies nothing.";
+}
+
 std::vector<std::string> Verdict::lines() const {
   std::vector<std::string> out;
   out.push_back("cases: " + std::to_string(cases) + "   DETERMINISTIC " + std::to_string(by_status[0]) + "   NONDETERMINISTIC " +
@@ -464,7 +473,11 @@ std::vector<std::string> Verdict::lines() const {
   for (const auto& s : nondeterministic_seen)
     out.push_back(s.variant + " (claimed nondeterministic) diverged in " + std::to_string(s.diverged) + " of " +
                   std::to_string(s.cases) + " cases");
-  if (held()) {
+  if (certifies_nothing()) {
+    // Found by an auditor: a store with no case (an interrupted run copied before its first one),
+    // or only SKIPPED ones (GPU cases on a machine without a GPU), read PASS and was attested.
+    out.push_back("NO EVIDENCE: " + no_evidence());
+  } else if (held()) {
     // SKIPPED and UNSUPPORTED cases pass without evidence (GPU cases on a machine without one):
     // the line must not say that every case has evidence, and says how many certify nothing.
     const std::int64_t not_run = by_status[static_cast<int>(Status::skipped)] + by_status[static_cast<int>(Status::unsupported)];

@@ -103,8 +103,14 @@ struct Verdict {
   std::vector<Seen> nondeterministic_seen;
   // Deterministic results claiming another implementation's bits with no partner to check them.
   std::int64_t unpaired_claims = 0;
+  // Cases with evidence (DETERMINISTIC or NONDETERMINISTIC), d9m's controls aside. A verdict over
+  // none holds only because nothing was tested: its words are NO EVIDENCE, not PASS, and `d9m
+  // attest` refuses to sign it.
+  std::int64_t certified = 0;
 
   bool held() const { return failures.empty(); }
+  bool certifies_nothing() const { return held() && certified == 0; }
+  std::string no_evidence() const;  // what a verdict that certifies nothing saw, in words
   // The verdict in words, one line each: the counts, the nondeterministic variants seen, PASS or
   // FAIL with every failure, then the warnings. Markdown, HTML and `d9m run` print these.
   std::vector<std::string> lines() const;

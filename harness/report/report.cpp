@@ -94,7 +94,8 @@ const char* kCriteria =
     "informational: a nondeterministic variant that never diverged is reported, not failed. A case that ended in ERROR in "
     "every run that recorded it has no evidence and fails the audit: nothing was certified. The audit passes when no claim "
     "broke and every case that ran has evidence; SKIPPED and UNSUPPORTED cases (no device, a config the variant does not "
-    "support) were not run and certify nothing.";
+    "support) were not run and certify nothing; where no case but d9m's controls ran, the verdict is NO EVIDENCE, not a pass, and "
+    "d9m attest does not sign it.";
 
 }  // namespace
 

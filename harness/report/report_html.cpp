@@ -84,7 +84,8 @@ const char* kScript = R"js(
 
 
 void verdict_block(std::ostringstream& o, const Verdict& verdict) {
-  o << "<p><span class=\"verdict " << (verdict.held() ? "ok\">PASS: every claim held" : "bad\">FAIL")
+  o << "<p><span class=\"verdict "
+    << (verdict.certifies_nothing() ? "bad\">NO EVIDENCE: no claim was tested" : verdict.held() ? "ok\">PASS: every claim held" : "bad\">FAIL")
     << "</span> &nbsp; " << verdict.cases << " cases: " << verdict.by_status[0] << " deterministic, " << verdict.by_status[1]
     << " nondeterministic, " << verdict.by_status[2] << " errors, " << verdict.by_status[3] << " unsupported, "
     << verdict.by_status[4] << " skipped</p>\n";

@@ -88,6 +88,7 @@ json verdict_json(const Verdict& v) {
   }
   return {{"passed", v.held()},
           {"claims_held", v.held()},  // the name of d9m.report/1's first version, kept for its readers
+          {"certified", v.certified},
           {"failures", failures},
           {"broken", broken},
           {"warnings", v.warnings},

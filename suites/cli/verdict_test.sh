@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One verdict (report/model.h): `d9m run`, `d9m report`, a CTest certification (`run --ctest`)
 # and `d9m attest` must agree on the same store, for a passing audit, a broken
-# cross-implementation claim and a case that ended in ERROR. Before issue 11 a run could print
-# "CLAIMS BROKEN" and exit 0, and attest failed on errors that report passed.
+# cross-implementation claim and a case that ended in ERROR, and where no case but the controls
+# ran. Before issue 11 a run could print "CLAIMS BROKEN" and exit 0, and attest failed on errors
+# that report passed.
 # Usage: verdict_test.sh path/to/d9m_with_faults
 set -u
 D9M=$(realpath "$1")
@@ -68,5 +69,38 @@ grep -q "FAIL: cross-implementation claim broken: bias_add_grad/small/test.wrong
 agree error_only 1 cpu.serial test.throw
 grep -q "FAIL: not certified (ERROR): bias_add_grad/small/test.throw on S1" "$T/error_only.run.err" ||
   { cat "$T/error_only.run.err"; fail "run does not name the case that ended in ERROR"; }
+
+# A store where nothing but d9m's controls ran (cpu.ordered does not take TF32): every verb says
+# NO EVIDENCE, not PASS; run and report still exit 0 (no claim broke), CTest's is a skip (77),
+# and attest signs nothing (found by an auditor: such a store was attested PASSED).
+cat > "$T/tf32.json" << 'JSON'
+{"schema": "d9m.catalog/1", "configs": [
+  {"op": "matmul", "name": "nt_tf32", "params": {"m": 4, "n": 4, "k": 8, "layout": "NT"}, "math": "tf32"}]}
+JSON
+"$D9M" run --catalog "$T/tf32.json" --backend cpu --variant cpu.ordered -n 3 --db "$T/none.sqlite" > "$T/none.run.out" 2> "$T/none.run.err"
+rc=$?
+[[ $rc == 0 ]] || { cat "$T/none.run.err"; fail "no evidence: run exited $rc, expected 0"; }
+grep -q "^d9m: NO EVIDENCE: of 3 case(s), none but d9m's controls ran (1 SKIPPED or UNSUPPORTED)" "$T/none.run.err" ||
+  { cat "$T/none.run.err"; fail "no evidence: run does not say so on stderr"; }
+grep -q "PASS" "$T/none.run.out" && fail "no evidence: run's table says PASS"
+grep -q "# NO EVIDENCE: " "$T/none.run.out" || fail "no evidence: run's table does not say NO EVIDENCE"
+for fmt in json md html; do
+  "$D9M" report --db "$T/none.sqlite" --format $fmt -o "$T/none.$fmt" 2> "$T/none.report.err"
+  rc=$?
+  [[ $rc == 0 ]] || fail "no evidence: report --format $fmt exited $rc, expected 0"
+  grep -q "NO EVIDENCE" "$T/none.report.err" || fail "no evidence: report --format $fmt does not say so on stderr"
+done
+grep -q "PASS" "$T/none.md" "$T/none.html" && fail "no evidence: a report says PASS"
+python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['verdict']; assert v['certified'] == 0 and v['passed'], v" "$T/none.json" ||
+  fail "no evidence: the JSON verdict"
+"$D9M" run -q --ctest --catalog "$T/tf32.json" --backend cpu --variant cpu.ordered -n 3 --db "$T/none.ctest.sqlite" 2> /dev/null
+rc=$?
+[[ $rc == 77 ]] || fail "no evidence: run --ctest exited $rc, expected 77"
+"$D9M" attest --db "$T/none.sqlite" --report "$T/none.json" -o "$T/none.intoto.json" 2> "$T/none.attest.err"
+rc=$?
+[[ $rc == 2 ]] || fail "no evidence: attest exited $rc, expected 2"
+grep -q "holds no evidence, so it is not attested: of 3 case(s), none but d9m's controls ran" "$T/none.attest.err" ||
+  { cat "$T/none.attest.err"; fail "no evidence: attest's message"; }
+[[ ! -e $T/none.intoto.json ]] || fail "no evidence: attest wrote a statement"
 
 exit $((failures > 0))

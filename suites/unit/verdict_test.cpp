@@ -211,6 +211,51 @@ TEST_F(VerdictTest, APassBesideSkippedCasesDoesNotClaimEvidenceForThem) {
   EXPECT_NE(pass->find("1 case(s) SKIPPED or UNSUPPORTED were not run and certify nothing"), std::string::npos) << *pass;
 }
 
+// A verdict with no case tested is NO EVIDENCE, not PASS (found by an auditor: a store of an
+// interrupted run copied before its first case read PASS and was attested), whether the store holds
+// no case or only cases that never ran beside d9m's controls. It still holds (exit 0): no claim broke.
+TEST_F(VerdictTest, AVerdictWithNoCaseTestedIsNoEvidenceNotAPass) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  s.finish_run(a, "interrupted");
+  const auto no_pass = [](const std::vector<std::string>& lines) {
+    return std::none_of(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("PASS", 0) == 0; });
+  };
+  {
+    const ReportData d = load_report_data(s);
+    const StatusModel m = build_status_model(d);
+    EXPECT_TRUE(m.verdict.held());
+    EXPECT_TRUE(m.verdict.certifies_nothing());
+    const auto lines = m.verdict.lines();
+    EXPECT_TRUE(no_pass(lines));
+    EXPECT_NE(std::find(lines.begin(), lines.end(),
+                        "NO EVIDENCE: no case was recorded: no claim was tested, so none broke, and this certifies nothing."),
+              lines.end());
+    EXPECT_NE(render_html(d, m).find("NO EVIDENCE"), std::string::npos);
+    EXPECT_EQ(render_html(d, m).find("PASS: every claim held"), std::string::npos);
+    const auto j = nlohmann::json::parse(render_json(d, m));
+    EXPECT_EQ(j["verdict"]["certified"].get<int>(), 0);
+    EXPECT_TRUE(j["verdict"]["passed"].get<bool>());
+  }
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cuda.blocked", .role = "ordered", .status = Status::skipped, .detail = "no device"});
+  put(s, b, {.variant = "cpu.serial", .role = "reference", .config = kCanaryConfig, .digests = {"x", "x", "x"}});
+  s.finish_run(b, "complete");
+  const Verdict v = verdict_of(load_report_data(s));
+  EXPECT_TRUE(v.certifies_nothing());
+  EXPECT_TRUE(no_pass(v.lines()));
+  EXPECT_EQ(v.no_evidence(), "of 2 case(s), none but d9m's controls ran (1 SKIPPED or UNSUPPORTED): no claim was tested, so none "
+                             "broke, and this certifies nothing.");
+  // One case with evidence is enough for a PASS (which then counts the rest as certifying nothing).
+  const std::string c = begin(s, "c1", "2026-01-03T00:00:00Z");
+  put(s, c, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x"}});
+  s.finish_run(c, "complete");
+  const Verdict passed = verdict_of(load_report_data(s));
+  EXPECT_FALSE(passed.certifies_nothing());
+  EXPECT_EQ(passed.certified, 1);
+  EXPECT_FALSE(no_pass(passed.lines()));
+}
+
 // Item 2: the claim, role and detail shown are the latest run's (by start time), whatever order
 // the rows were written or keyed in. The latest run here has the smaller id and was written first.
 TEST_F(VerdictTest, TheLatestRunsClaimWins) {
