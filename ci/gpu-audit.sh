@@ -36,6 +36,12 @@
 #                             (`timeout`, SIGTERM): a d9m run stopped so ends its run as interrupted,
 #                             with every case it finished kept (`d9m run --resume` continues it); a stage
 #                             reached with no time left is not started. The log names each.
+#   D9M_CONTINUE=FILE         a store an earlier call of this job wrote (d9m.sqlite, whole once its
+#                             reports stage has folded the WAL in, or the .xz of D9M_XZ_STORE; carried
+#                             back with the working tree): copied to OUT first,
+#                             and every run is `d9m run --resume`, so a run that call's deadline stopped
+#                             goes on where it stopped, on the same stack (the same run id and hash
+#                             chain, only its missing cases), and any other starts anew beside it.
 #
 # The exit code is the first nonzero one of the GPU tests, the unit tests, the GPU runs, the CPU
 # run and the report's verdict (1: a claim was broken); else 124 when the deadline cut the job
@@ -55,6 +61,13 @@ reserve=${D9M_REPORT_RESERVE_S:-60}
 for v in deadline reserve; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_DEADLINE_S and D9M_REPORT_RESERVE_S are whole seconds, not '${!v}'" >&2; exit 2; }
 done
+continue_from=${D9M_CONTINUE:-}
+resume=()
+if [[ -n $continue_from ]]; then
+  [[ -f $continue_from ]] || { echo "gpu-audit: D9M_CONTINUE: no such store: '$continue_from'" >&2; exit 2; }
+  continue_from=$(realpath "$continue_from")
+  resume=(--resume)
+fi
 all_stages="tests libraries others cpu models hook bench peer"
 read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
 stages=" ${stage_list[*]} "
@@ -63,9 +76,19 @@ for s in "${stage_list[@]}"; do
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
+if [[ -n $continue_from ]]; then
+  # Never over another store: the earlier call's evidence is copied, never merged into one.
+  [[ ! -e $out/d9m.sqlite ]] || { echo "gpu-audit: D9M_CONTINUE: $out/d9m.sqlite exists already" >&2; exit 2; }
+  [[ $continue_from != "$out/d9m.sqlite.xz" ]] || { echo "gpu-audit: D9M_CONTINUE: give a copy outside OUT" >&2; exit 2; }
+  python3 -c "import lzma,shutil,sys
+src = (lzma.open if sys.argv[1].endswith('.xz') else open)(sys.argv[1], 'rb')
+with src, open(sys.argv[2], 'xb') as dst: shutil.copyfileobj(src, dst)" "$continue_from" "$out/d9m.sqlite" ||
+    { echo "gpu-audit: D9M_CONTINUE: could not copy $continue_from" >&2; rm -f "$out/d9m.sqlite"; exit 2; }
+fi
 log=$out/log.txt
 : > "$log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
+[[ -n $continue_from ]] && say "continuing the store $continue_from (sha256 $(sha256sum "$continue_from" | cut -d' ' -f1)): every run with --resume"
 
 # The deadline: seconds left for the stages, and the commands run within it (as they are without
 # a deadline). A command the deadline stopped, or did not start, exits 124 (137 if it had to be
@@ -197,7 +220,7 @@ fi
 # is not overwritten by a later run's code). A run the deadline stopped or never started is not a
 # failure: cut_short says so.
 audit() {
-  within_deadline "$d9m" run "$@" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  within_deadline "$d9m" run "$@" "${resume[@]}" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
   local rc=${PIPESTATUS[0]}
   stopped "$rc" && return
   ((rc == 0 || gpu_rc != 0)) || gpu_rc=$rc
@@ -254,7 +277,7 @@ if stage others; then
 fi
 if stage cpu; then
   say "audit: CPU backend, $cpu_trials trials per case"
-  within_deadline "$d9m" run --backend cpu -n "$cpu_trials" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
+  within_deadline "$d9m" run --backend cpu -n "$cpu_trials" "${resume[@]}" --db "$out/d9m.sqlite" -q 2>&1 | tee -a "$log"
   cpu_rc=${PIPESTATUS[0]}
   stopped "$cpu_rc" && cpu_rc=0
 fi

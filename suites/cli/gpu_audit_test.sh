@@ -59,6 +59,26 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 assert (report["runs"], report["interrupted_runs"]) == (1, 1), (report["runs"], report["interrupted_runs"])
 PY
+# A second call continues that store (D9M_CONTINUE): the same run goes on where the deadline
+# stopped it, adding cases, and the earlier call's store is left as it was.
+D9M_STAGES="cpu" D9M_CPU_TRIALS=2 D9M_DEADLINE_S=24 D9M_REPORT_RESERVE_S=12 job first_call
+cases() { "$build/harness/d9m" verify --db "$1" | sed -n 's/.*OK (1 runs, \([0-9]*\) cases.*/\1/p'; }
+first=$(cases "$tmp/first_call/d9m.sqlite")
+((first > 0)) || fail "continue: the first call stored no case ($(tail -3 "$tmp/first_call.log"))"
+sum_before=$(sha256sum < "$tmp/first_call/d9m.sqlite")
+D9M_CONTINUE=$tmp/first_call/d9m.sqlite D9M_STAGES="cpu" D9M_CPU_TRIALS=2 D9M_DEADLINE_S=24 D9M_REPORT_RESERVE_S=12 job second_call
+grep -q "resumed run .* (resumption 1): $first cases were stored before" "$tmp/second_call.log" ||
+  fail "continue: the second call did not resume the first call's run ($(grep 'd9m:' "$tmp/second_call.log" | head -3))"
+second=$(cases "$tmp/second_call/d9m.sqlite")
+((second > first)) || fail "continue: no case added ($first, then $second)"
+[[ $(sha256sum < "$tmp/first_call/d9m.sqlite") == "$sum_before" ]] || fail "continue: the earlier call's store changed"
+D9M_CONTINUE=$tmp/first_call/d9m.sqlite D9M_STAGES="" job second_call
+rc=$?
+((rc == 2)) || fail "continue into an OUT that holds a store: exit $rc, not 2"
+D9M_CONTINUE=$tmp/no_such.sqlite D9M_STAGES="" job no_store
+rc=$?
+((rc == 2)) || fail "continue from a missing store: exit $rc, not 2"
+
 # Not a number: refused before anything runs.
 D9M_STAGES="" D9M_DEADLINE_S=9m job bad_deadline
 rc=$?
