@@ -120,54 +120,96 @@ std::vector<StackDifference> stack_differences_of(const ReportData& data) {
   return out;
 }
 
+// The timed results of each problem on each stack and backend: one op at one precision (source),
+// one config by its id and inputs (a config name may stand for other shapes in another catalogue,
+// found by review: a cost of 953x between a 128x128 and a 4x4 matmul both named "same"). d9m's
+// controls are not the user's problems.
+using TimedGroups = std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>>;
+TimedGroups timed_groups(const ReportData& data) {
+  TimedGroups groups;
+  for (const auto& r : data.results)
+    if (r.median_ns && !r.is_control()) groups[{r.source(), r.config_id, r.input_digest, r.stack, r.backend}].push_back(&r);
+  return groups;
+}
+
+// A variant that may stand in for a nondeterministic one: claimed and seen deterministic, a role
+// that may be a fix, and not wrong in its values on any config of its op's source and backend.
+class IsFix {
+ public:
+  explicit IsFix(const ReportData& data) {
+    for (const auto& r : data.results)
+      if (r.values_wrong()) wrong_.insert({r.source(), r.backend, r.variant});
+  }
+  bool operator()(const CaseResult& r) const {
+    return r.claim_determinism == "deterministic" && r.status == Status::deterministic && may_be_a_solution(r.role) &&
+           !wrong_.count({r.source(), r.backend, r.variant});
+  }
+
+ private:
+  std::set<std::tuple<std::string, std::string, std::string>> wrong_;
+};
+// What a fix replaces: a variant claimed nondeterministic, d9m's fault controls aside.
+bool is_replaceable(const CaseResult& r) { return r.claim_determinism == "nondeterministic" && r.role != Role::control; }
+
+template <class Keep>
+const CaseResult* fastest(const std::vector<const CaseResult*>& rs, const Keep& keep) {
+  const CaseResult* best = nullptr;
+  for (const auto* r : rs)
+    if (keep(*r) && (!best || *r->median_ns < *best->median_ns)) best = r;
+  return best;
+}
+
 std::vector<Cost> costs_of(const ReportData& data) {
-  // A variant whose values were wrong on any config of an op's source and backend is no fix on
-  // its other configs either.
-  std::set<std::tuple<std::string, std::string, std::string>> wrong;
-  for (const auto& r : data.results)
-    if (r.values_wrong()) wrong.insert({r.source(), r.backend, r.variant});
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const CaseResult*>> groups;
-  for (const auto& r : data.results)
-    if (r.median_ns) groups[{r.source(), r.config, r.stack, r.backend}].push_back(&r);
+  const IsFix is_fix(data);
   std::vector<Cost> out;
-  for (const auto& [key, rs] : groups) {
-    const CaseResult *det = nullptr, *nd = nullptr;
-    for (const auto* r : rs) {
-      if (r->claim_determinism == "deterministic" && r->status == Status::deterministic && may_be_a_solution(r->role) &&
-          !wrong.count({r->source(), r->backend, r->variant}) && (!det || *r->median_ns < *det->median_ns))
-        det = r;
-      if (r->claim_determinism == "nondeterministic" && r->role != Role::control && (!nd || *r->median_ns < *nd->median_ns))
-        nd = r;
-    }
+  for (const auto& [key, rs] : timed_groups(data)) {
+    const CaseResult* det = fastest(rs, is_fix);
+    const CaseResult* nd = fastest(rs, is_replaceable);
     if (det && nd && *nd->median_ns > 0)
-      out.push_back({std::get<0>(key), det->op, std::get<1>(key), std::get<2>(key), std::get<3>(key), det->variant, nd->variant,
+      out.push_back({det->source(), det->op, det->config, det->stack, det->backend, det->variant, nd->variant,
                      static_cast<double>(*det->median_ns) / static_cast<double>(*nd->median_ns)});
   }
   return out;
 }
 
-// Per op at one precision (source) and backend, the deterministic variant most often fastest, with its cost.
-std::vector<Solution> solutions_of(const ReportData& data, const std::vector<Cost>& costs) {
-  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
-  for (const auto& c : costs) ++votes[{c.source, c.backend}][c.solution];
-  // The claim reason of each (source, variant), the last result's, read in one pass: a row label
-  // is built per result, not per result and solution.
+// Per op at one precision (source) and backend, the deterministic variant to use instead, with
+// its cost on every config and stack where it ran beside a nondeterministic variant: the one that
+// ran on most of them, then the cheapest (geometric mean), then by name. Found by review: a
+// variant chosen by votes of "fastest on this config" was costed on the configs it won only (1.11x
+// where it cost 2.86x and 2.37x on the two it lost), and a tie of votes went to the first name.
+std::vector<Solution> solutions_of(const ReportData& data) {
+  const IsFix is_fix(data);
+  std::map<std::pair<std::string, std::string>, std::map<std::string, Solution>> per;  // (source, backend) -> variant
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, int>> against;
+  for (const auto& [key, rs] : timed_groups(data)) {
+    const CaseResult* nd = fastest(rs, is_replaceable);
+    if (!nd || *nd->median_ns <= 0) continue;
+    for (const auto* r : rs) {
+      if (!is_fix(*r)) continue;
+      Solution& s = per[{r->source(), r->backend}][r->variant];
+      s.ratios.push_back(static_cast<double>(*r->median_ns) / static_cast<double>(*nd->median_ns));
+      ++against[{r->source(), r->backend, r->variant}][nd->variant];
+    }
+  }
+  // The claim reason of each (source, variant), the last result's, read in one pass.
   std::map<std::pair<std::string, std::string>, std::string> reasons;
-  if (!votes.empty())
+  if (!per.empty())
     for (const auto& r : data.results) reasons[{r.source(), r.variant}] = r.claim_reason;
   std::vector<Solution> out;
-  for (const auto& [key, vs] : votes) {
-    const auto best = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    Solution s;
+  for (auto& [key, variants] : per) {
+    const auto better = [](const auto& a, const auto& b) {
+      if (a.second.ratios.size() != b.second.ratios.size()) return a.second.ratios.size() > b.second.ratios.size();
+      if (a.second.geomean() != b.second.geomean()) return a.second.geomean() < b.second.geomean();
+      return a.first < b.first;
+    };
+    auto& [variant, best] = *std::min_element(variants.begin(), variants.end(), better);
+    Solution s = std::move(best);
     s.source = key.first;
     s.backend = key.second;
-    s.variant = best->first;
+    s.variant = variant;
     s.key = footnote_key(out.size());
-    for (const auto& c : costs)
-      if (c.source == s.source && c.backend == s.backend && c.solution == s.variant) {
-        s.ratios.push_back(c.ratio);
-        s.against = c.against;
-      }
+    const auto& vs = against[{s.source, s.backend, s.variant}];
+    s.against = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
     if (auto it = reasons.find({s.source, s.variant}); it != reasons.end()) s.reason = it->second;
     out.push_back(std::move(s));
   }
@@ -343,8 +385,10 @@ int invariance_weight(const std::string& s) {
 }
 
 std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solution>& solutions, const Verdict& verdict) {
+  // d9m's controls are rows of their own (found by review: a control's ND made the user's own
+  // unsorted_segment_sum row read "ND 2/10 (1 of 2 configs)" where its only config was D).
   std::map<std::pair<std::string, std::string>, std::vector<const CaseResult*>> by_row;
-  for (const auto& r : data.results) by_row[{r.source(), r.variant}].push_back(&r);
+  for (const auto& r : data.results) by_row[{r.is_control() ? r.source() + " (d9m control)" : r.source(), r.variant}].push_back(&r);
   std::vector<StatusRow> rows;
   for (const auto& [key, rs] : by_row) {
     StatusRow row;
@@ -379,6 +423,9 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
         const std::string inv = r->invariance_status();
         if (invariance_weight(inv) > invariance_weight(cell.invariance)) cell.invariance = inv;
       }
+      // cuDNN's words are for the API as a whole: one that diverged on any config is not
+      // repeatable, so not "Supported" for the configs that tested invariance (found by review).
+      if (cell.nd_configs > 0 && !cell.invariance.empty()) cell.invariance = "Not guaranteed";
       switch (cell.configs ? cell.status : Status::skipped) {
         case Status::nondeterministic:
           cell.text = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
@@ -504,7 +551,7 @@ StatusModel build_status_model(const ReportData& data) {
   m.cross = cross_checks(data);
   m.stack_differences = stack_differences_of(data);
   m.costs = costs_of(data);
-  m.solutions = solutions_of(data, m.costs);
+  m.solutions = solutions_of(data);
   m.verdict = verdict_over(data, m.cross);
   m.rows = rows_of(data, m.solutions, m.verdict);
   m.api = api_view_of(m.rows);

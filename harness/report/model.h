@@ -51,7 +51,7 @@ struct Cost {
 
 struct Solution {
   std::string source, backend, variant, reason, against, key;  // key: "a", "b", ... in the table's footnotes
-  std::vector<double> ratios;                              // one per config and stack where it was fastest
+  std::vector<double> ratios;  // one per config and stack where it ran beside a nondeterministic variant
   double geomean() const;
   double lowest() const;
   double highest() const;

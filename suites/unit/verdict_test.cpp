@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -320,6 +321,120 @@ TEST_F(VerdictTest, RowsWithoutARoleAreReadAsTheirWriterNamedThem) {
   EXPECT_EQ(roles["cudnn.algo7"], Role::vendor);
   EXPECT_EQ(roles["cuda.atomic"], Role::atomic);
   EXPECT_EQ(roles["odd.name"], Role::unset);
+}
+
+// The cost of a fix and the choice of it, from results made in memory: one stack, backend cpu.
+struct Timed {
+  std::string variant;
+  Role role;
+  std::string claim;  // "deterministic" or "nondeterministic"
+  std::string config, config_id;
+  std::int64_t median_ns;
+};
+ReportData timed_results(const std::vector<Timed>& cases) {
+  ReportData d;
+  d.stacks.push_back(StackInfo{"s", "S1", nlohmann::json::object(), 1, {}});
+  for (const auto& c : cases) {
+    CaseResult r;
+    r.stack = "s";
+    r.op = "scatter_add";
+    r.backend = "cpu";
+    r.variant = c.variant;
+    r.role = c.role;
+    r.config = c.config;
+    r.config_id = c.config_id;
+    r.input_digest = "inputs-" + c.config_id;
+    r.claim_determinism = c.claim;
+    r.status = c.claim == "deterministic" ? Status::deterministic : Status::nondeterministic;
+    r.trials = 5;
+    r.distinct = r.status == Status::deterministic ? 1 : 3;
+    r.median_ns = r.min_ns = c.median_ns;
+    d.results.push_back(r);
+  }
+  return d;
+}
+
+// Found by review: two results of one config name but of different problems (a catalogue edited
+// between runs: a 128x128 matmul and a 4x4 one, both "same") were paired, for a cost of 953x.
+TEST(Costs, PairOneProblemNotOneConfigName) {
+  const auto d = timed_results({{"cpu.ordered", Role::ordered, "deterministic", "same", "big", 95000},
+                                {"cpu.atomic", Role::atomic, "nondeterministic", "same", "small", 100}});
+  const StatusModel m = build_status_model(d);
+  EXPECT_TRUE(m.costs.empty());
+  EXPECT_TRUE(m.solutions.empty());
+  const auto paired = timed_results({{"cpu.ordered", Role::ordered, "deterministic", "same", "big", 950},
+                                     {"cpu.atomic", Role::atomic, "nondeterministic", "same", "big", 100}});
+  const StatusModel pm = build_status_model(paired);
+  ASSERT_EQ(pm.costs.size(), 1u);
+  EXPECT_DOUBLE_EQ(pm.costs[0].ratio, 9.5);
+  EXPECT_EQ(pm.costs[0].config, "same");
+}
+
+// Found by review: the solution was the variant fastest on most configs (a tie going to the first
+// name), costed on the configs where it was fastest only: 1.11x where it cost 2.86x and 2.37x on
+// the other two. Now: the variant that ran on the most configs, then the cheapest over all of them.
+TEST(Costs, TheSolutionIsCostedOnEveryConfigWhereItRan) {
+  std::vector<Timed> cases;
+  const std::int64_t gather[] = {90, 130, 286, 237}, ordered[] = {200, 200, 100, 100};
+  for (int i = 0; i < 4; ++i) {
+    const std::string c = "c" + std::to_string(i);
+    cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", c, c, 100});
+    cases.push_back({"cpu.gather", Role::ordered, "deterministic", c, c, gather[i]});
+    cases.push_back({"cpu.ordered", Role::ordered, "deterministic", c, c, ordered[i]});
+  }
+  StatusModel m = build_status_model(timed_results(cases));
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.ordered");  // geomean 1.41x against cpu.gather's 1.65x
+  EXPECT_EQ(m.solutions[0].ratios.size(), 4u);
+  EXPECT_NEAR(m.solutions[0].geomean(), std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(m.solutions[0].highest(), 2.0);
+  EXPECT_EQ(m.solutions[0].against, "cpu.atomic");
+  // The per-config costs still name the fastest fix of each config.
+  ASSERT_EQ(m.costs.size(), 4u);
+  EXPECT_EQ(m.costs[0].solution, "cpu.gather");
+  EXPECT_EQ(m.costs[2].solution, "cpu.ordered");
+  // A variant that ran on more configs is the fix, though cheaper ones ran on fewer.
+  cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", "c4", "c4", 100});
+  cases.push_back({"cpu.gather", Role::ordered, "deterministic", "c4", "c4", 500});
+  m = build_status_model(timed_results(cases));
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.gather");
+  EXPECT_EQ(m.solutions[0].ratios.size(), 5u);
+}
+
+// Found by review: d9m's controls (config _canary) were folded into the user's rows, so a row
+// whose only config was D read "ND 2/10 (1 of 2 configs)", and the controls' times made a cost.
+TEST(Costs, ControlsHaveRowsOfTheirOwnAndNoCost) {
+  auto d = timed_results({{"cpu.atomic", Role::atomic, "nondeterministic", kCanaryConfig, "canary", 300},
+                          {"cpu.serial", Role::reference, "deterministic", kCanaryConfig, "canary", 100},
+                          {"cpu.ordered", Role::ordered, "deterministic", kCanaryConfig, "canary", 200},
+                          {"cpu.atomic", Role::atomic, "deterministic", "few", "few", 10}});
+  d.results.back().claim_determinism = "nondeterministic";
+  const StatusModel m = build_status_model(d);
+  EXPECT_TRUE(m.costs.empty());
+  EXPECT_TRUE(m.solutions.empty());
+  std::map<std::string, std::string> cells;  // "source/variant" -> the cell
+  for (const auto& row : m.rows) cells[row.source + "/" + row.variant] = row.cells.at(0).text;
+  EXPECT_EQ(cells["scatter_add/cpu.atomic"], "D");
+  EXPECT_EQ(cells["scatter_add (d9m control)/cpu.atomic"], "ND 3/5");
+  EXPECT_EQ(cells.count("scatter_add/cpu.serial"), 0u);
+}
+
+// Found by review: a row that diverged on one config and was repeatable and invariant on the one
+// that asked for the check read "Supported": cuDNN's word for repeatable and invariant.
+TEST(Costs, ARowThatDivergedIsNotSupportedInTheBatchColumn) {
+  auto d = timed_results({{"cpu.atomic", Role::atomic, "nondeterministic", "big_k", "big_k", 10},
+                          {"cpu.atomic", Role::atomic, "deterministic", "small_k", "small_k", 10}});
+  d.results[1].claim_determinism = "nondeterministic";
+  d.results[1].invariance = InvarianceEvidence{"m", 16, {{1, 0, 16, 0, ""}}, std::nullopt};
+  ASSERT_EQ(d.results[1].invariance_status(), "Supported");
+  StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.rows.size(), 1u);
+  EXPECT_EQ(m.rows[0].cells.at(0).text, "ND 3/5 (1 of 2 configs)");
+  EXPECT_EQ(m.rows[0].cells.at(0).invariance, "Not guaranteed");
+  d.results.erase(d.results.begin());
+  m = build_status_model(d);
+  EXPECT_EQ(m.rows.at(0).cells.at(0).invariance, "Supported");
 }
 
 TEST(Roles, EveryRegisteredVariantHasOne) {
