@@ -370,6 +370,7 @@ LibraryVersionCache Store::library_version_cache() {
   LibraryVersionCache cache;
   if (schema_ < 8) return cache;
   sqlite3* db = db_;
+  const Store* self = this;
   cache.find = [db](const std::string& library, const std::string& context) -> std::optional<std::string> {
     try {
       sql::Statement s(db, "SELECT entry FROM library_versions WHERE library = ? AND context = ?");
@@ -379,7 +380,7 @@ LibraryVersionCache Store::library_version_cache() {
     }
     return std::nullopt;
   };
-  cache.put = [db](const std::string& library, const std::string& context, const std::string& entry) {
+  cache.put = [db, self](const std::string& library, const std::string& context, const std::string& entry) {
     struct RestoreBusyTimeout {
       sqlite3* db;
       ~RestoreBusyTimeout() { sqlite3_busy_timeout(db, kStoreBusyTimeoutMs); }
@@ -387,6 +388,11 @@ LibraryVersionCache Store::library_version_cache() {
     sqlite3_busy_timeout(db, 0);
     try {
       sql::Transaction tx(db);
+      // Like every write: never into a file `d9m merge -o` has replaced since this process opened
+      // it. Its log would then hold this write under the name of the new file's log, and be
+      // applied to the new file (found by review: a run started during a merge left the merged
+      // store unreadable).
+      if (self->replaced()) return;
       sql::Statement(db, "INSERT OR REPLACE INTO library_versions (library, context, entry, written_at) VALUES (?, ?, ?, ?)")
           .bind(1, library)
           .bind(2, context)

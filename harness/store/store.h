@@ -193,6 +193,7 @@ class Store {
   // renames its result over OUT, and a process that opened OUT before goes on writing into the
   // replaced file, which nobody reads again. Called under the write lock, before each write.
   void check_not_replaced() const;
+  bool replaced() const;  // the same question, without the error
   // Sets the closing facts of a running run and its root, and records them in the manifest, in
   // the caller's transaction. False when the run is not (or no longer) running.
   bool close_run(const std::string& run_id, const ChainState& chain, const std::string& state);

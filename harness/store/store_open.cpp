@@ -367,6 +367,7 @@ void Store::migrate() {
   bool migrated = false;
   try {
     sql::Transaction tx(db_);
+    check_not_replaced();
     std::int64_t now = 0;
     {  // (a statement left open would lock the tables the steps below drop)
       sql::Statement v(db_, "PRAGMA user_version");
@@ -458,9 +459,13 @@ Store::Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::mo
   std::free(real);
 }
 
-void Store::check_not_replaced() const {
+bool Store::replaced() const {
   struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return;
+  return !(::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_);
+}
+
+void Store::check_not_replaced() const {
+  if (!replaced()) return;
   fail_environment(path_ + ": the store file was replaced after this process opened it (`d9m merge -o` puts its result in place "
                    "so); what it wrote from then on would be lost, so it stops here. Run again: `d9m run --resume` continues "
                    "a run in the new file");

@@ -20,6 +20,7 @@
 
 #include "harness/core/library_version.h"
 #include "harness/store/store.h"
+#include "harness/store/verify.h"
 #include "suites/unit/scratch_dir.h"
 
 extern char** environ;
@@ -364,6 +365,25 @@ TEST_F(StoreLibraryCacheTest, KeepsEightContextsPerLibraryAndNothingWhenReadOnly
   EXPECT_EQ(c.find("cusparse", "ctx0"), std::optional<std::string>("sparse"));
   c.put("cusparse", "ctx1", "x");  // does not throw
   EXPECT_FALSE(c.find("cusparse", "ctx1"));
+}
+
+// A store `d9m merge -o` replaced after this process opened it takes nothing into the cache: the
+// write would go into the old file's log under the new file's log name, and a reader of the new
+// file would apply it (found by review: a run started during a merge left the merged store
+// unreadable; the cache's write was the one write that did not check).
+TEST_F(StoreLibraryCacheTest, AStoreReplacedSinceItWasOpenedTakesNothing) {
+  const std::string p = path("s.sqlite"), merged = path("merged.sqlite");
+  { Store::open(merged, Store::Mode::read_write); }
+  Store old = Store::open(p, Store::Mode::read_write);
+  const LibraryVersionCache c = old.library_version_cache();
+  ASSERT_EQ(std::rename(merged.c_str(), p.c_str()), 0);  // as merge puts its result in place
+  c.put("cublas", "ctx0", "entry");
+  // A reader of the new file, while the old connection is still open (its log not yet removed).
+  Store now = Store::open(p, Store::Mode::read_only);
+  EXPECT_FALSE(now.library_version_cache().find("cublas", "ctx0"));
+  EXPECT_TRUE(verify_store(now).problems.empty());
+  struct stat st {};
+  EXPECT_TRUE(::stat((p + "-wal").c_str(), &st) != 0 || st.st_size == 0) << "a log of " << st.st_size << " bytes";
 }
 
 }  // namespace
