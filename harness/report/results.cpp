@@ -10,6 +10,7 @@
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/core/json_text.h"
+#include "harness/store/snapshot.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
@@ -365,10 +366,12 @@ class Loader {
 }  // namespace
 
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id) {
+  const ReadSnapshot snapshot(store);
   return Loader(store, run_id).load();
 }
 
 ReportData load_run_evidence(const Store& store, const std::string& run_id) {
+  const ReadSnapshot snapshot(store);
   ReportData d = load_report_data(store);
   std::string stack;
   std::set<std::string> cases;

@@ -27,6 +27,22 @@ SingleFileSnapshot::SingleFileSnapshot(const Store& store, const std::string& wh
   }
 }
 
+ReadSnapshot::ReadSnapshot(const Store& store) {
+  if (!sqlite3_get_autocommit(store.db())) return;
+  try {
+    sql::exec(store.db(), "BEGIN");
+    db_ = store.db();
+    sql::Statement(db_, "SELECT count(*) FROM sqlite_master").run();  // the snapshot is taken here
+  } catch (const sql::Error& e) {
+    if (db_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    fail_environment(store.path() + ": cannot be read: " + e.what());
+  }
+}
+
+ReadSnapshot::~ReadSnapshot() {
+  if (db_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
 SingleFileSnapshot::~SingleFileSnapshot() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
 
 }  // namespace d9m

@@ -9,6 +9,22 @@
 
 namespace d9m {
 
+// A read transaction for readers that read a store in many statements (verify, the report's
+// loader): every statement sees the store as one commit left it, so a run writing beside them
+// cannot show as a fault (found by review: verify beside a writer reported a run "recorded
+// (begun) but not in the store (deleted)", having read the manifest and the runs at two moments).
+// Inside a transaction already (SingleFileSnapshot's), it does nothing.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(const Store& store);
+  ~ReadSnapshot();
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  sqlite3* db_ = nullptr;  // null: an outer transaction holds the snapshot
+};
+
 class SingleFileSnapshot {
  public:
   // Error(environment), naming the log and what to do, when the store's write-ahead log is not

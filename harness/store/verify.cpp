@@ -7,6 +7,7 @@
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
 #include "harness/core/value_check.h"
+#include "harness/store/snapshot.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
@@ -446,6 +447,7 @@ void check_manifest(sqlite3* db, const Store& store, const std::vector<RunFacts>
 VerifyReport verify_store(const Store& store) {
   VerifyReport v;
   sqlite3* db = store.db();
+  const ReadSnapshot snapshot(store);
   try {
     check_sqlite(db, v);
     check_storage_types(db, v);

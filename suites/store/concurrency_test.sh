@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Concurrency (issue 5): eight processes write one store at once (the first creating it), while
-# readers render reports from it. Every writer must succeed (no SQLITE_BUSY: writes are
-# BEGIN IMMEDIATE with a busy timeout), no row may be lost, and the store must verify.
+# readers render reports from it and verify it. Every writer must succeed (no SQLITE_BUSY: writes
+# are BEGIN IMMEDIATE with a busy timeout), no row may be lost, the store must verify, and so must
+# every verify beside the writers (found by review: verify read the manifest and the runs at two
+# moments and called a run begun meanwhile deleted).
 # Usage: concurrency_test.sh path/to/d9m
 set -u
 D9M=$(realpath "$1")
@@ -27,6 +29,9 @@ while ((r < 20)) && writing; do
     out=$("$D9M" report --db "$T/s.sqlite" --format csv 2>&1 > /dev/null)
     rc=$?
     if ((rc == 0 || rc == 1)); then readers_ok=$((readers_ok + 1)); else fail "a reader failed during the writes (exit $rc): $out"; fi
+    out=$("$D9M" verify --db "$T/s.sqlite" 2>&1)
+    rc=$?
+    ((rc == 0)) || fail "verify during the writes (exit $rc): $(grep -m2 -E 'FAULT|d9m:' <<< "$out")"
   fi
   sleep 0.05
 done
