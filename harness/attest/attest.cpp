@@ -240,10 +240,6 @@ void check_rendered_from(const Store& store, StoreReport& rendered, const std::s
              store.path() + " --format " + format + "` (and --audit if it was an audit report) and attest that file");
 }
 
-std::string first_problems(const std::vector<std::string>& problems) {
-  return problems.front() + (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more)" : "");
-}
-
 }  // namespace
 
 std::string base64(const std::string& in) {
@@ -318,10 +314,7 @@ std::optional<std::string> report_evidence(const std::string& text, const std::s
 
 json attest_store(const Store& store, const std::string& report_path) {
   const SingleFileSnapshot snapshot(store, "attested");
-  const VerifyReport v = verify_store(store);
-  if (!v.problems.empty())
-    fail_store_fault(store.path() + ": does not verify, so it is not attested: " + first_problems(v.problems) + ". `d9m verify --db " +
-                     store.path() + "` lists every fault");
+  const VerifyReport v = require_sound(store, "attested");
   const std::string report = read_regular(report_path, kMaxReportBytes, "the report");
   if (report.rfind("stack,fingerprint,", 0) == 0)
     fail_usage(report_path + ": a CSV report names no evidence digest, so nothing binds it to its store: attest a JSON, "

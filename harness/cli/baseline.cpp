@@ -10,6 +10,7 @@
 #include "harness/core/json_text.h"
 #include "harness/report/compare.h"
 #include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m::cli {
 namespace {
@@ -22,6 +23,7 @@ struct BaselineArgs {
 int pin(const BaselineArgs& a) {
   check_output(a.output, {a.db});
   const Store store = Store::open(a.db, Store::Mode::read_only);
+  require_sound(store, "pinned");  // golden digests come from sound evidence only
   ReportData data = load_report_data(store);
   select_stacks(data, a.stacks);
   write_output(a.output, json_text(pin_baseline(data), 1) + "\n");
@@ -31,6 +33,7 @@ int pin(const BaselineArgs& a) {
 int check(const BaselineArgs& a) {
   const Baseline b = parse_baseline(read_input_file(a.baseline, "baseline"), a.baseline);
   const Store store = Store::open(a.db, Store::Mode::read_only);
+  require_sound(store, "checked");  // a store edited to match the baseline must not pass
   const BaselineCheck c = check_baseline(load_report_data(store), b, a.baseline);
   for (const auto& n : c.notes) std::printf("note: %s\n", n.c_str());
   for (const auto& m : c.missing) std::printf("MISSING: %s\n", m.c_str());

@@ -27,6 +27,12 @@ int diff(const DiffArgs& a) {
   }
   check_output(a.output, {a.a, a.a.substr(0, a.a.rfind('@')), a.b, a.b.substr(0, a.b.rfind('@'))});
   const DiffReport d = diff_reports(load_operand(a.a), load_operand(a.b), a.timing_tolerance);
+  // Found by review: a diff that compared nothing (an empty store, another catalogue's cases)
+  // said "No deterministic claim regressed" and exited 0, as a baseline that checks nothing would.
+  if (d.compared_cases == 0 && d.regressions.empty())
+    fail_usage(a.a + " and " + a.b + " have no case in common (d9m's controls aside: " + std::to_string(d.compared) +
+               " compared; only in A: " + std::to_string(d.only_a.size()) + ", only in B: " + std::to_string(d.only_b.size()) +
+               "), so nothing was compared: are they of the same catalogue, and did both runs record cases?");
   write_output(a.output, render_diff(d, a.a, a.b));
   return d.regressions.empty() ? 0 : static_cast<int>(ExitCode::claim_broken);
 }

@@ -1,5 +1,7 @@
 #include "harness/report/compare.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,8 +14,10 @@
 #include "harness/core/fingerprint.h"
 #include "harness/core/json_text.h"
 #include "harness/report/format.h"
+#include "harness/report/model.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 
@@ -61,10 +65,19 @@ void select_stacks(ReportData& data, const std::vector<std::string>& selectors) 
 }
 
 ReportData load_operand(const std::string& operand) {
-  const auto at = operand.rfind('@');
+  // A file of that name is a store, whatever '@' it holds (a Jenkins workspace "job@2"), and so is
+  // a name whose last '@' is followed by more path (found by review: "node@1/d9m.sqlite" was read
+  // as store "node" and selector "1/d9m.sqlite").
+  auto at = operand.rfind('@');
+  struct stat st {};
+  if (at != std::string::npos && (::stat(operand.c_str(), &st) == 0 || operand.find('/', at) != std::string::npos))
+    at = std::string::npos;
   const std::string path = at == std::string::npos ? operand : operand.substr(0, at);
   const std::string sel = at == std::string::npos ? "" : operand.substr(at + 1);
   const Store store = Store::open(path, Store::Mode::read_only);
+  // A gate reads only sound evidence (found by review: a store edited with sqlite3 was compared
+  // without a word, where merge and attest refuse it).
+  require_sound(store, "compared");
   if (sel.rfind("run:", 0) == 0) {
     const std::string prefix = sel.substr(4);
     std::vector<std::string> ids;
@@ -98,9 +111,21 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
     const CaseResult& rb = *it->second;
     ++d.compared;
     const std::string name = ra->op + "/" + ra->config + "/" + ra->variant;
+    if (!ra->is_control()) ++d.compared_cases;
     if (rb.claim_broken() && !ra->claim_broken())
       d.regressions.push_back(name + ": claimed deterministic, " + std::to_string(rb.distinct) + " distinct digests in " +
                               std::to_string(rb.trials) + " trials (was " + to_string(ra->status) + ")");
+    // On one stack, another digest for the same inputs is a divergence between processes: the
+    // claim broke, though each side repeated itself (found by review: listed as a digest change,
+    // exit 0, where the merged store's report failed). Between stacks it is a stack difference,
+    // which nothing promises against.
+    if (ra->stack == rb.stack && rb.claim_determinism == "deterministic" && ra->status == Status::deterministic &&
+        rb.status == Status::deterministic && ra->digest != rb.digest)
+      d.regressions.push_back(name + ": claimed deterministic, another digest than A's on the same stack (" + ra->digest +
+                              " -> " + rb.digest + "): the two runs diverged");
+    // Evidence that is gone: a case certified in A that only ended in ERROR in B.
+    if (rb.claim_determinism == "deterministic" && ra->status == Status::deterministic && rb.status == Status::error)
+      d.regressions.push_back(name + ": claimed deterministic, DETERMINISTIC in A, only ERROR in B (" + rb.detail + ")");
     if (rb.values_wrong() && !ra->values_wrong())
       d.regressions.push_back(name + ": values now wrong (" + format::values_text(rb.values) + "; was " +
                               format::values_text(ra->values) + ")");
@@ -147,6 +172,7 @@ std::string render_diff(const DiffReport& d, const std::string& a, const std::st
 }
 
 json pin_baseline(const ReportData& data) {
+  const Verdict verdict = verdict_of(data);
   json stacks = json::array();
   bool beyond_controls = false;
   for (const auto& s : data.stacks) {
@@ -154,8 +180,10 @@ json pin_baseline(const ReportData& data) {
     for (const auto& r : data.results)
       // Golden digests are what deterministic claims promise; a nondeterministic variant that
       // happened to repeat itself (one thread, disjoint addresses) promises nothing.
-      // A wrong output's digest is not one to hold a later run to.
-      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic" && !r.values_wrong()) {
+      // A wrong output's digest is not one to hold a later run to, nor is that of any case the
+      // verdict fails (found by review: a claim to cpu.serial's bits that did not hold was pinned).
+      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic" && !r.values_wrong() &&
+          verdict.failures_of(r).empty()) {
         cases.push_back({{"case_id", r.case_id}, {"op", r.op}, {"config", r.config}, {"variant", r.variant},
                          {"input_digest", r.input_digest}, {"digest", r.digest}, {"trials", r.trials}});
         beyond_controls |= !is_control_config(r.config);

@@ -23,6 +23,7 @@ struct DiffReport {
   std::vector<std::string> status_changes, digest_changes, timing_changes;
   std::vector<std::string> only_a, only_b;
   std::int64_t compared = 0;
+  std::int64_t compared_cases = 0;  // of them, beyond d9m's controls: none is a diff of nothing
 };
 // Timing changes count only beyond noise: B's median beyond A's by more than `timing_tolerance`
 // (relative) and B's fastest trial beyond A's median (or the mirror image for speed-ups).

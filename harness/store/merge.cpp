@@ -213,21 +213,11 @@ void merge_one(sqlite3* db, const std::string& input, bool as_output, MergeSumma
   sql::exec(db, "DETACH DATABASE src");
 }
 
-std::string first_problems(const VerifyReport& v) {
-  std::string out = v.problems.front();
-  if (v.problems.size() > 1) out += " (and " + std::to_string(v.problems.size() - 1) + " more)";
-  return out;
-}
-
 // Every store merge reads must verify: a tampered input would pass its faults on (and a merged
 // store that verifies would launder them). Returns the store's evidence digest.
 std::string verified(const std::string& path) {
   const Store s = Store::open(path, Store::Mode::read_only);
-  const VerifyReport v = verify_store(s);
-  if (!v.problems.empty())
-    fail_store_fault(path + ": does not verify, so it is not merged: " + first_problems(v) + ". `d9m verify --db " + path +
-                     "` lists every fault; nothing was written");
-  return v.evidence.digest;
+  return require_sound(s, "merged", "; nothing was written").evidence.digest;
 }
 
 void refuse_live_runs(sqlite3* db, const std::string& lease_key, const std::string& out) {
@@ -321,7 +311,7 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
       const VerifyReport v = verify_store(dst);
       if (!v.problems.empty())
         fail_usage(out + ": the inputs do not combine into a store that verifies (a run continued differently in two copies of "
-                   "a store?): " + first_problems(v) + "; nothing was written");
+                   "a store?): " + v.problems.front() + (v.problems.size() > 1 ? " (and more)" : "") + "; nothing was written");
       sql::exec(dst.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
     }  // closed: its write-ahead log is folded in and removed
     place_output(tmp, target, out, out_evidence);

@@ -472,4 +472,13 @@ VerifyReport verify_store(const Store& store) {
   return v;
 }
 
+VerifyReport require_sound(const Store& store, const std::string& what, const std::string& tail) {
+  VerifyReport v = verify_store(store);
+  if (!v.problems.empty())
+    fail_store_fault(store.path() + ": does not verify, so it is not " + what + ": " + v.problems.front() +
+                     (v.problems.size() > 1 ? " (and " + std::to_string(v.problems.size() - 1) + " more)" : "") +
+                     ". `d9m verify --db " + store.path() + "` lists every fault" + tail);
+  return v;
+}
+
 }  // namespace d9m

@@ -20,4 +20,9 @@ struct VerifyReport {
 
 VerifyReport verify_store(const Store& store);
 
+// For the commands that read a store as evidence (merge, attest, report --audit, diff, baseline):
+// the store's verify report when it is sound, else Error(store fault), "PATH: does not verify, so
+// it is not WHAT: FIRST FAULT (and N more). `d9m verify --db PATH` lists every fault" and `tail`.
+VerifyReport require_sound(const Store& store, const std::string& what, const std::string& tail = "");
+
 }  // namespace d9m

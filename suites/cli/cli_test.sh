@@ -161,6 +161,8 @@ q "import json; r = json.load(open('$T/s2only.json')); assert len(r['stacks']) =
 "$D9M" report --db "$T/m12.sqlite" --stacks S9 2> "$T/err"; check "unknown stack" 2 $? "$T/err" "stack 'S9' is not in"
 
 # --- diff and baselines: exit 1 on a regressed claim or a drifted digest, 0 otherwise ---------
+# (Regressions and drift from real evidence are in verdict_test.sh, with the fault variants; here
+# a store edited to show one is refused, as merge and attest refuse it.)
 "$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"; check "diff, nothing regressed" 0 $? "$T/stdout" "No deterministic claim regressed"
 "$D9M" diff "$T/m12.sqlite@S1" "$T/m12.sqlite@S2" > "$T/stdout"; check "diff of two stacks" 0 $? "$T/stdout" "cases compared"
 cp "$T/b.sqlite" "$T/broken.sqlite"
@@ -168,7 +170,7 @@ q "
 import sqlite3; c = sqlite3.connect('$T/broken.sqlite')
 cid = c.execute('SELECT cr.case_id FROM case_runs cr JOIN cases k ON k.id = cr.case_id WHERE k.variant = ? LIMIT 1', ('cpu.ordered',)).fetchone()[0]
 c.execute('UPDATE trials SET digest = ? WHERE case_id = ? AND trial = 1', ('0' * 32, cid)); c.commit()"
-"$D9M" diff "$T/a.sqlite" "$T/broken.sqlite" > "$T/stdout"; check "diff, regression" 1 $? "$T/stdout" "REGRESSED"
+"$D9M" diff "$T/a.sqlite" "$T/broken.sqlite" 2> "$T/err"; check "diff of an edited store" 1 $? "$T/err" "broken.sqlite: does not verify, so it is not compared"
 "$D9M" baseline pin --db "$T/a.sqlite" -o "$T/base.json"; check "baseline pin" 0 $?
 "$D9M" baseline check --db "$T/b.sqlite" "$T/base.json" > "$T/stdout"; check "baseline check, no drift" 0 $? "$T/stdout" "0 drifted"
 # A certification test of a case the variant does not take certifies nothing: CTest's skip, not a
@@ -182,7 +184,9 @@ q "
 import sqlite3; c = sqlite3.connect('$T/drift.sqlite')
 cid = c.execute('SELECT cr.case_id FROM case_runs cr JOIN cases k ON k.id = cr.case_id WHERE k.variant = ? LIMIT 1', ('cpu.serial',)).fetchone()[0]
 c.execute('UPDATE trials SET digest = ? WHERE case_id = ?', ('f' * 32, cid)); c.commit()"
-"$D9M" baseline check --db "$T/drift.sqlite" "$T/base.json" > "$T/stdout"; check "baseline check, drift" 1 $? "$T/stdout" "DRIFT: .*cpu.serial"
+"$D9M" baseline check --db "$T/drift.sqlite" "$T/base.json" 2> "$T/err"; check "baseline check of an edited store" 1 $? "$T/err" "does not verify, so it is not checked"
+"$D9M" baseline pin --db "$T/drift.sqlite" -o "$T/base2.json" 2> "$T/err"; check "baseline pin of an edited store" 1 $? "$T/err" "does not verify, so it is not pinned"
+[[ ! -e $T/base2.json ]]; check "baseline pin of an edited store writes nothing" 0 $?
 echo '{"schema": "nope"}' > "$T/bad.json"
 "$D9M" baseline check --db "$T/b.sqlite" "$T/bad.json" 2> "$T/err"; check "bad baseline" 2 $? "$T/err" "not a d9m baseline"
 

@@ -318,7 +318,7 @@ ln -s real/store.sqlite link.sqlite
 grep -q "SHA-256 \`$(sha256sum < other.sqlite | cut -d' ' -f1)\`" audit.md || fail "the audit report does not quote the store's SHA-256"
 cp other.sqlite audited.sqlite
 sql audited.sqlite "UPDATE runs SET host = 'elsewhere'"
-"$D9M" report --db audited.sqlite --format html --audit -o audit2.html 2> err; check "audit of an edited store" 1 $? err "does not verify, so no audit report"
+"$D9M" report --db audited.sqlite --format html --audit -o audit2.html 2> err; check "audit of an edited store" 1 $? err "does not verify, so it is not rendered as an audit report"
 [[ ! -e audit2.html ]] || fail "an audit report was written for a store that does not verify"
 
 # --- an edited fingerprint: every report refuses it, and a run refuses it before its first case ----

@@ -103,4 +103,46 @@ grep -q "holds no evidence, so it is not attested: of 3 case(s), none but d9m's 
   { cat "$T/none.attest.err"; fail "no evidence: attest's message"; }
 [[ ! -e $T/none.intoto.json ]] || fail "no evidence: attest wrote a statement"
 
+# d9m diff and baselines on real evidence (found by review). test.env_bits repeats itself in every
+# process but xors D9M_TEST_XOR into its bits: two runs on one stack with other values diverge
+# process to process, which `report` on one store calls a broken claim, and so must `diff` of the
+# two stores (it said "No deterministic claim regressed") and `baseline check`.
+"$D9M" run --catalog "$T/cat.json" --backend cpu --variant test.env_bits -n 3 --db "$T/envA.sqlite" -q --no-canaries 2> /dev/null
+D9M_TEST_XOR=1 "$D9M" run --catalog "$T/cat.json" --backend cpu --variant test.env_bits -n 3 --db "$T/envB.sqlite" -q --no-canaries 2> /dev/null
+"$D9M" diff "$T/envA.sqlite" "$T/envB.sqlite" > "$T/env.diff"
+rc=$?
+[[ $rc == 1 ]] || fail "diff of a divergence between processes: exit $rc, expected 1"
+grep -q "test.env_bits: claimed deterministic, another digest than A's on the same stack" "$T/env.diff" ||
+  { cat "$T/env.diff"; fail "diff does not name the divergence"; }
+"$D9M" merge -o "$T/envAB.sqlite" "$T/envA.sqlite" "$T/envB.sqlite" > /dev/null
+"$D9M" report --db "$T/envAB.sqlite" > /dev/null
+rc=$?
+[[ $rc == 1 ]] || fail "report of both runs: exit $rc, expected 1 (the same divergence)"
+"$D9M" baseline pin --db "$T/envA.sqlite" -o "$T/envA.base.json" || fail "baseline pin"
+"$D9M" baseline check --db "$T/envB.sqlite" "$T/envA.base.json" > "$T/env.check"
+rc=$?
+[[ $rc == 1 ]] && grep -q "DRIFT: .*test.env_bits" "$T/env.check" || { cat "$T/env.check"; fail "baseline check: exit $rc, no DRIFT"; }
+# A case certified in A that only ended in ERROR in B is evidence lost: a regression. test.throw
+# throws at the second call of its process, so the config that runs first (in one process) fails.
+cat > "$T/xy.json" << 'JSON'
+{"schema": "d9m.catalog/1", "configs": [
+  {"op": "bias_add_grad", "name": "x", "params": {"n": 1, "h": 4, "w": 4, "c": 8}},
+  {"op": "bias_add_grad", "name": "y", "params": {"n": 1, "h": 4, "w": 4, "c": 16}}]}
+JSON
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); c['configs'].reverse(); json.dump(c, open(sys.argv[2], 'w'))" "$T/xy.json" "$T/yx.json"
+"$D9M" run --catalog "$T/yx.json" --backend cpu --variant test.throw -n 3 --db "$T/throw1.sqlite" -q --no-canaries --no-isolation 2> /dev/null
+"$D9M" run --catalog "$T/xy.json" --backend cpu --variant test.throw -n 3 --db "$T/throw2.sqlite" -q --no-canaries --no-isolation 2> /dev/null
+"$D9M" diff "$T/throw1.sqlite" "$T/throw2.sqlite" > "$T/throw.diff"
+rc=$?
+[[ $rc == 1 ]] && grep -q "bias_add_grad/x/test.throw: claimed deterministic, DETERMINISTIC in A, only ERROR in B" "$T/throw.diff" ||
+  { cat "$T/throw.diff"; fail "diff, DETERMINISTIC to ERROR: exit $rc"; }
+# A diff that compares nothing is bad input, as a baseline that checks nothing is (it exited 0).
+"$D9M" diff "$T/envA.sqlite" "$T/none.sqlite" 2> "$T/nothing.err" > /dev/null
+rc=$?
+[[ $rc == 2 ]] && grep -q "have no case in common" "$T/nothing.err" || { cat "$T/nothing.err"; fail "diff of nothing: exit $rc, not 2"; }
+# A pinned baseline holds no case the verdict fails: a claim to cpu.serial's bits that did not hold.
+"$D9M" baseline pin --db "$T/cross_claim_broken.sqlite" -o "$T/cross.base.json" || fail "baseline pin of a failing store"
+grep -q "test.wrong_bits" "$T/cross.base.json" && fail "baseline pin pinned test.wrong_bits, whose claim to cpu.serial's bits broke"
+grep -q "cpu.serial" "$T/cross.base.json" || fail "baseline pin left out cpu.serial"
+
 exit $((failures > 0))

@@ -115,4 +115,17 @@ void flip_at_call(const KernelArgs& a) {
 D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.flip_at_call", .backend = Backend::cpu, .role = Role::control,
                         .claim = flip_claim(), .run = flip_at_call}});
 
+// Repeatable in every process, but not between processes: a variant claimed deterministic whose
+// first element's bits are xored with D9M_TEST_XOR (a number; none: unchanged) in every call. Two
+// runs on one stack with other values diverge process to process, as a kernel whose result
+// depends on an address or a launch setting would: what `d9m diff` and `baseline check` must see.
+void env_bits(const KernelArgs& a) {
+  serial(a);
+  if (const char* x = std::getenv("D9M_TEST_XOR")) a.out<std::uint32_t>()[0] ^= static_cast<std::uint32_t>(std::atol(x));
+}
+D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "test.env_bits", .backend = Backend::cpu, .role = Role::control,
+                        .claim = Claim{Determinism::deterministic, ClaimSource::design,
+                                       "fault injection: bits that follow D9M_TEST_XOR, repeatable within a process"},
+                        .run = env_bits}});
+
 }  // namespace d9m::faults
