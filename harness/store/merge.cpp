@@ -264,6 +264,8 @@ void replace_output(const std::string& tmp, const std::string& target, const std
   if (evidence_of(c.db).digest != merged_evidence)
     fail_environment(out + ": it changed while merging (a run wrote into it); nothing was written: merge again");
   refuse_live_runs(c.db, target, out);
+  // The merged store keeps OUT's permissions (found by review: a 0600 store became 0644).
+  if (struct stat was {}; ::stat(target.c_str(), &was) == 0) ::chmod(tmp.c_str(), was.st_mode & 07777);
   if (std::rename(tmp.c_str(), target.c_str()) != 0)
     fail_environment(out + ": cannot move the merged store into place (" + std::strerror(errno) + "); nothing was written");
 }
@@ -281,6 +283,18 @@ void place_output(const std::string& tmp, const std::string& target, const std::
 
 MergeSummary merge_stores(const std::string& out, const std::vector<std::string>& inputs) {
   if (inputs.empty()) fail_usage("merge needs at least one input store");
+  // Found by review: OUT named another store's log (the next run of that store deleted the merged
+  // store), a dangling link or a folder, each with a misleading message.
+  for (const char* side : {"-wal", "-shm", "-journal", "-runlease"})
+    if (out.size() > std::strlen(side) && out.compare(out.size() - std::strlen(side), std::string::npos, side) == 0)
+      fail_usage(out + ": names a side file of the store " + out.substr(0, out.size() - std::strlen(side)) +
+                 " (SQLite's and d9m's own), which its next writer may remove; name the merged store otherwise");
+  if (struct stat st {}; ::lstat(out.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) && !exists(out))
+      fail_environment(out + ": a symbolic link to a file or folder that does not exist; nothing was written");
+    if (struct stat to {}; ::stat(out.c_str(), &to) == 0 && S_ISDIR(to.st_mode))
+      fail_environment(out + ": is a folder, not a store; nothing was written");
+  }
   for (const auto& in : inputs) verified(in);
   const std::string target = real_output(out);
   const bool out_existed = exists(target);

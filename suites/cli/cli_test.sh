@@ -165,6 +165,9 @@ q "import json; r = json.load(open('$T/s2only.json')); assert len(r['stacks']) =
 # a store edited to show one is refused, as merge and attest refuse it.)
 "$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"; check "diff, nothing regressed" 0 $? "$T/stdout" "No deterministic claim regressed"
 "$D9M" diff "$T/m12.sqlite@S1" "$T/m12.sqlite@S2" > "$T/stdout"; check "diff of two stacks" 0 $? "$T/stdout" "cases compared"
+# A path with '@' in it (a Jenkins workspace "job@2") is a store, not a selector.
+mkdir -p "$T/job@2" && cp "$T/a.sqlite" "$T/job@2/d9m.sqlite"
+"$D9M" diff "$T/job@2/d9m.sqlite" "$T/a.sqlite" > "$T/stdout"; check "diff of a store in a folder with @" 0 $? "$T/stdout" "No deterministic claim regressed"
 cp "$T/b.sqlite" "$T/broken.sqlite"
 q "
 import sqlite3; c = sqlite3.connect('$T/broken.sqlite')

@@ -227,5 +227,19 @@ PY
 expect "exec: a .npy header that changes" 2 "trial 1: output header\.npy is i4 \[2,2\], trial 0's was f4 \[4\]; nothing was stored" \
   "$D9M" exec -n 2 --db exec.sqlite --outputs header.npy -- python3 header.py
 
+# --- merge -o: what OUT names (found by review) ---------------------------------------------------
+"$D9M" run "${ONE[@]}" --db m1.sqlite 2> /dev/null
+cp m1.sqlite keep.sqlite && chmod 600 keep.sqlite
+expect "merge into an existing store" 0 "" "$D9M" merge -o keep.sqlite a.sqlite
+holds "merge keeps OUT's permissions" test "$(stat -c %a keep.sqlite)" = 600
+cp m1.sqlite m1.orig
+expect "merge -o another store's log" 2 "m1.sqlite-wal: names a side file of the store m1.sqlite" "$D9M" merge -o m1.sqlite-wal a.sqlite
+holds "no store at the log's name" test ! -e m1.sqlite-wal
+ln -s nothere.sqlite dangling.sqlite
+expect "merge -o a dangling link" 3 "dangling.sqlite: a symbolic link to a file or folder that does not exist; nothing was written" \
+  "$D9M" merge -o dangling.sqlite a.sqlite
+mkdir -p afolder.sqlite
+expect "merge -o a folder" 3 "afolder.sqlite: is a folder, not a store" "$D9M" merge -o afolder.sqlite a.sqlite
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
