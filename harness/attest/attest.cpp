@@ -260,7 +260,7 @@ json make_statement(const ReportData& data, const std::vector<Subject>& subjects
   const Verdict v = verdict_of(data);
   json passed = json::array(), failed = json::array();
   for (const auto& r : data.results) {
-    const std::string name = r.op + "/" + r.config + "/" + r.variant + "@" + data.stack(r.stack).label;
+    const std::string name = r.label() + "@" + data.stack(r.stack).label;
     if (!v.failures_of(r).empty()) failed.push_back(name);
     else if (r.status == Status::deterministic || r.status == Status::nondeterministic) passed.push_back(name);
   }

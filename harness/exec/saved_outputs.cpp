@@ -1,5 +1,7 @@
 #include "harness/exec/saved_outputs.h"
 
+#include <sys/stat.h>
+
 #include <set>
 
 #include "harness/core/error.h"
@@ -28,6 +30,27 @@ std::string output_file(const std::string& root, const CatalogConfig& cc, const 
   return config_folder(root, cc) + "/" + component(v.name, "variant") + ".npy";
 }
 
+// A config folder that holds another config's saved files (another catalogue's config of the
+// same op and name, or the same name at another precision) is refused: this run's files would
+// overwrite some of them and sit beside the rest, under a config.json that describes only this
+// run's (found by review: a stale cpu.ordered.npy of another shape beside the new config.json).
+void check_same_config(const std::string& root, const CatalogConfig& cc) {
+  const std::string path = config_folder(root, cc) + "/config.json";
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_input_file(path, "saved config", std::size_t{1} << 20));
+  } catch (const nlohmann::json::exception&) {
+  }
+  const auto text = [&](const char* key) { return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
+  if (text("config_id") == cc.config_id) return;  // the id covers the params, seed, dtype and math
+  fail_usage(path + ": the saved outputs there are of another config (" +
+             (j.is_object() ? "config_id " + text("config_id") + ", " + text("dtype") : std::string("not a d9m config.json")) +
+             "; this run's is " + cc.config_id + ", " + std::string(dtype_short_name(cc.problem.dtype)) +
+             "): this run's files would be mixed with them. Save into another folder, or remove " + config_folder(root, cc));
+}
+
 }  // namespace
 
 void check_saved_outputs(const std::string& root, const std::vector<PlannedCase>& cases) {
@@ -39,6 +62,7 @@ void check_saved_outputs(const std::string& root, const std::vector<PlannedCase>
       check_no_links_within(root, config_relative(cc) + "/inputs");
       check_output_folder(config_folder(root, cc) + "/inputs");  // and, on the way, the config's folder
       check_not_a_folder(config_folder(root, cc) + "/config.json");
+      check_same_config(root, cc);
       for (const auto& in : cc.problem.inputs) check_not_a_folder(input_file(root, cc, in));
     }
     check_not_a_folder(output_file(root, cc, *pc.variant));

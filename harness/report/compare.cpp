@@ -32,7 +32,7 @@ bool is_hex_prefix(const std::string& s) {
   return true;
 }
 
-std::string label(const ReportData& d, const CaseResult& r) { return r.op + "/" + r.config + "/" + r.variant + " on " + d.stack(r.stack).label; }
+std::string label(const ReportData& d, const CaseResult& r) { return r.label() + " on " + d.stack(r.stack).label; }
 
 }  // namespace
 
@@ -110,7 +110,7 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
     }
     const CaseResult& rb = *it->second;
     ++d.compared;
-    const std::string name = ra->op + "/" + ra->config + "/" + ra->variant;
+    const std::string name = ra->label();
     if (!ra->is_control()) ++d.compared_cases;
     if (rb.claim_broken() && !ra->claim_broken())
       d.regressions.push_back(name + ": claimed deterministic, " + std::to_string(rb.distinct) + " distinct digests in " +
@@ -146,8 +146,8 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
   for (const auto& [k, rb] : mb) {
     if (ma.count(k)) continue;
     d.only_b.push_back(label(b, *rb));
-    if (rb->claim_broken()) d.regressions.push_back(rb->op + "/" + rb->config + "/" + rb->variant + ": new case, claim broken");
-    if (rb->values_wrong()) d.regressions.push_back(rb->op + "/" + rb->config + "/" + rb->variant + ": new case, values wrong");
+    if (rb->claim_broken()) d.regressions.push_back(rb->label() + ": new case, claim broken");
+    if (rb->values_wrong()) d.regressions.push_back(rb->label() + ": new case, values wrong");
   }
   return d;
 }

@@ -13,7 +13,7 @@ namespace d9m {
 namespace {
 
 std::string where(const ReportData& data, const CaseResult& r) {
-  return r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label;
+  return r.label() + " on " + data.stack(r.stack).label;
 }
 
 std::string in_trials(const CaseResult& r) {

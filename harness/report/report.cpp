@@ -58,7 +58,7 @@ AuditFacts audit_facts(const ReportData& data, const StatusModel& model) {
   for (const auto& failure : model.verdict.failures) f.anomalies.push_back(to_string(failure.kind) + ": " + failure.text);
   for (const auto& warning : model.verdict.warnings) f.anomalies.push_back("warning: " + warning);
   for (const auto& r : data.results) {
-    const std::string where = r.op + "/" + r.config + "/" + r.variant + " on " + data.stack(r.stack).label;
+    const std::string where = r.label() + " on " + data.stack(r.stack).label;
     if (r.status == Status::nondeterministic && !r.claim_broken()) {
       std::string diff;
       if (r.worst_diff)

@@ -53,7 +53,7 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
       failures += failed;
       errors += error;
       skipped += skip;
-      cases << "    <testsuite name=\"" << xml_escape(r.op + "/" + r.config + "/" + r.variant) << "\" tests=\"1\" failures=\""
+      cases << "    <testsuite name=\"" << xml_escape(r.label()) << "\" tests=\"1\" failures=\""
             << failed << "\" errors=\"" << error << "\" skipped=\"" << skip << "\" time=\"" << seconds(r.median_ns) << "\">\n"
             << "      <properties>\n";
       property(cases, "        ", "status", to_string(r.status));
@@ -74,7 +74,10 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
       property(cases, "        ", "dtype", r.dtype);
       property(cases, "        ", "math", r.math);
       if (r.median_ns) property(cases, "        ", "median_ns", std::to_string(*r.median_ns));
-      cases << "      </properties>\n      <testcase classname=\"" << xml_escape("d9m." + s.label + "." + r.op + "." + r.config)
+      // The precision in the class name where not the default: two configs of one name at two
+      // precisions are two test cases (found by review: identical classname and name).
+      const std::string precision = r.dtype != "f32" || r.math != "default" ? "." + r.dtype + (r.math != "default" ? "." + r.math : "") : "";
+      cases << "      </properties>\n      <testcase classname=\"" << xml_escape("d9m." + s.label + "." + r.op + "." + r.config + precision)
             << "\" name=\"" << xml_escape(r.variant) << "\" time=\"" << seconds(r.median_ns) << "\">\n";
       if (skip) cases << "        <skipped message=\"" << xml_escape(to_string(r.status) + ": " + r.detail) << "\"/>\n";
       for (const Failure* f : m.verdict.failures_of(r))

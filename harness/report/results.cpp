@@ -63,6 +63,13 @@ Role role_of_row(const std::string& stored, const std::string& op, const std::st
 
 }  // namespace
 
+std::string CaseResult::label() const {
+  std::string s = op + "/" + config + "/" + variant;
+  if (dtype != "f32" || math != "default") s += " at " + dtype;
+  if (math != "default") s += " " + math;
+  return s;
+}
+
 std::string CaseResult::source() const {
   std::string s = op;
   if (dtype != "f32" || math != "default") s += " " + dtype;

@@ -34,6 +34,10 @@ struct CaseResult {
   // The table's row label of the case's op: the op, then its dtype and math mode where they are
   // not the defaults ("matmul", "matmul f16", "matmul f32 tf32").
   std::string source() const;
+  // The case in words: "op/config/variant", then " at DTYPE[ MATH]" where they are not the
+  // defaults, so that two configs of one name at two precisions (two catalogues' "x") stay two
+  // cases in every message, test name and attestation (found by review: they read alike).
+  std::string label() const;
   // The claim, role and detail of the latest run that recorded the case (claims may be refined
   // between d9m versions).
   std::string claim_determinism, claim_source, claim_reason, bit_equal_to;

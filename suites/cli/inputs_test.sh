@@ -227,6 +227,18 @@ PY
 expect "exec: a .npy header that changes" 2 "trial 1: output header\.npy is i4 \[2,2\], trial 0's was f4 \[4\]; nothing was stored" \
   "$D9M" exec -n 2 --db exec.sqlite --outputs header.npy -- python3 header.py
 
+# --- --save-outputs into a folder of another config (found by review) ------------------------------
+# Another catalogue's config of the same op and name (here at f16) would have overwritten some
+# files and left the rest beside a config.json that no longer described them.
+printf '{"schema":"d9m.catalog/1","configs":[{"op":"bias_add_grad","name":"x","params":{"n":2,"h":3,"w":4,"c":5},"variants":["cpu.serial","cpu.ordered"]}]}' > xa.json
+sed 's/"params"/"dtype":"f16","params"/' xa.json > xb.json
+expect "save-outputs of a config" 0 "" "$D9M" run --backend cpu --catalog xa.json -n 2 -q --no-canaries --db xa.sqlite --save-outputs sx
+expect "save-outputs of the same config again" 0 "" "$D9M" run --backend cpu --catalog xa.json -n 2 -q --no-canaries --db xa.sqlite --save-outputs sx
+expect "save-outputs of another config of the same name" 2 "sx/bias_add_grad/x/config.json: the saved outputs there are of another config .*, f32; this run's is .*, f16" \
+  "$D9M" run --backend cpu --catalog xb.json -n 2 -q --no-canaries --db xb.sqlite --save-outputs sx
+holds "nothing was stored" test ! -e xb.sqlite
+holds "the saved config is the first one's" grep -q '"dtype": "f32"' sx/bias_add_grad/x/config.json
+
 # --- merge -o: what OUT names (found by review) ---------------------------------------------------
 "$D9M" run "${ONE[@]}" --db m1.sqlite 2> /dev/null
 cp m1.sqlite keep.sqlite && chmod 600 keep.sqlite
