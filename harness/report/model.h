@@ -52,6 +52,7 @@ struct Cost {
 struct Solution {
   std::string source, backend, variant, reason, against, key;  // key: "a", "b", ... in the table's footnotes
   std::vector<double> ratios;  // one per config and stack where it ran beside a nondeterministic variant
+  std::size_t values_unchecked = 0;  // of those, where its values could not be checked against the reference
   double geomean() const;
   double lowest() const;
   double highest() const;

@@ -127,7 +127,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
     if (row.solution >= 0) {
       const Solution& s = m.solutions[static_cast<std::size_t>(row.solution)];
       solution = {{"variant", s.variant}, {"against", s.against}, {"geomean", s.geomean()}, {"min", s.lowest()},
-                  {"max", s.highest()}, {"pairs", s.ratios.size()}};
+                  {"max", s.highest()}, {"pairs", s.ratios.size()}, {"values_unchecked", s.values_unchecked}};
     }
     rows.push_back({{"source", row.source}, {"op", row.op}, {"dtype", row.dtype}, {"math", row.math}, {"variant", row.variant}, {"role", to_string(row.role)}, {"backend", row.backend},
                     {"claim", row.claim_determinism}, {"cells", cells}, {"solution", solution}});

@@ -53,7 +53,8 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
     o << "- [" << s.key << "] **" << s.source << "** (" << s.backend << "): " << s.variant << " (" << s.reason
       << "). Cost: median time of " << s.variant << " over the median of the fastest nondeterministic variant (" << s.against
       << "), geometric mean " << format::num("%.2fx", s.geomean()) << " over " << s.ratios.size()
-      << " config-stack pairs, range " << format::num("%.2fx", s.lowest()) << "-" << format::num("%.2fx", s.highest()) << ".\n";
+      << " config-stack pairs, range " << format::num("%.2fx", s.lowest()) << "-" << format::num("%.2fx", s.highest()) << "."
+      << (s.values_unchecked ? " Its values were unchecked on " + std::to_string(s.values_unchecked) + " of them." : "") << "\n";
 }
 
 // cuDNN's "Determinism support" view: per library API, stack and dtype, both properties.

@@ -437,6 +437,27 @@ TEST(Costs, ARowThatDivergedIsNotSupportedInTheBatchColumn) {
   EXPECT_EQ(m.rows.at(0).cells.at(0).invariance, "Supported");
 }
 
+// Found by review: a bf16 output 2.4x off the op's value was unchecked (the tolerance of a 16-bit
+// sum in any order was too wide to tell), and its plain D passed and was offered as a fix without
+// a word. The verdict now warns, and the solution says on how many configs.
+TEST(Costs, UncheckedValuesAreWarnedOfAndNamedInTheSolution) {
+  auto d = timed_results({{"cpu.atomic", Role::atomic, "nondeterministic", "c0", "c0", 100},
+                          {"cpu.ordered", Role::ordered, "deterministic", "c0", "c0", 150},
+                          {"cpu.atomic", Role::atomic, "nondeterministic", "c1", "c1", 100},
+                          {"cpu.ordered", Role::ordered, "deterministic", "c1", "c1", 150}});
+  ValueCheck unchecked;
+  unchecked.reason = "the allowance is at least half the reference's largest value";
+  d.results[1].values = unchecked;
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].values_unchecked, 1u);
+  EXPECT_NE(render_markdown(d, m).find("Its values were unchecked on 1 of them."), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_json(d, m))["table"][0]["solution"]["values_unchecked"], 1);  // the cpu.atomic row
+  ASSERT_EQ(m.verdict.warnings.size(), 1u);
+  EXPECT_EQ(m.verdict.warnings[0].rfind("1 case(s) had their values unchecked", 0), 0u) << m.verdict.warnings[0];
+  EXPECT_TRUE(m.verdict.held());
+}
+
 TEST(Roles, EveryRegisteredVariantHasOne) {
   for (const auto& v : Registry::global().variants()) {
     EXPECT_NE(v.role, Role::unset) << v.op << "/" << v.name;
