@@ -94,6 +94,9 @@ BatchPlan batch_plan(const Validator& v, const json& field, const std::string& p
   const json& sizes = v.field(field, path, "sizes");
   const std::string param = cc.op->batch(cc.params).param;
   const std::int64_t full = cc.params.integer(param);
+  if (full < 2)
+    v.fail(path, "a batch of " + std::to_string(full) + " (" + param + ") has no smaller sub-batch to compare with: give " + param +
+                     " at least 2, or leave batch_invariance out");
   const std::string expected = "expected a non-empty array of distinct sub-batch sizes in [1, " + std::to_string(full - 1) +
                                "] (" + param + " is " + std::to_string(full) + ")";
   if (!sizes.is_array() || sizes.empty()) v.fail(path + ".sizes", expected + ", got " + json_text(sizes));
@@ -181,6 +184,11 @@ void parse_op_fields(const JsonFields& v, const json& c, const std::string& path
                                                     it->get<std::string>()) != cc.op->math_modes.end();
     if (!known) v.fail(path + ".math", op_name + " offers the math modes " + supported + ", got " + json_text(*it));
     cc.math = it->get<std::string>();
+    // TF32 and strict FP32 are modes of f32 arithmetic: at another dtype the config would be a row
+    // of its own that means nothing (found by review: "matmul f64 tf32").
+    if (cc.math != "default" && cc.dtype != DType::f32)
+      v.fail(path + ".math", "\"" + cc.math + "\" is a mode of f32 arithmetic, and this config's dtype is \"" +
+                                 std::string(dtype_short_name(cc.dtype)) + "\"");
   }
 
   try {

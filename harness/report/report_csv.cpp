@@ -12,7 +12,7 @@ std::string render_csv(const ReportData& data, const StatusModel& m) {
   std::ostringstream o;
   o << "stack,fingerprint,op,config,config_id,variant,backend,status,trials,distinct,digest,input_digest,"
        "claim_determinism,claim_source,claim_reason,claim_broken,bound95,median_ns,min_ns,worst_diff_count,worst_diff_max_ulp,"
-       "worst_diff_max_abs,detail,role,failures,dtype,math,values,values_max_abs,values_allowed\r\n";
+       "worst_diff_max_abs,detail,role,failures,dtype,math,values,values_max_abs,values_allowed,invariance\r\n";
   for (const auto& r : data.results) {
     const auto& s = data.stack(r.stack);
     std::string failures;
@@ -32,7 +32,8 @@ std::string render_csv(const ReportData& data, const StatusModel& m) {
         r.claim_broken() ? "true" : "false", bound, r.median_ns ? std::to_string(*r.median_ns) : "",
         r.min_ns ? std::to_string(*r.min_ns) : "", r.worst_diff ? std::to_string(r.worst_diff->count) : "",
         r.worst_diff ? std::to_string(r.worst_diff->max_ulp) : "", abs, r.detail, to_string(r.role), failures, r.dtype, r.math,
-        r.values ? to_string(r.values->outcome) : "", values_abs, values_allowed};
+        r.values ? to_string(r.values->outcome) : "", values_abs, values_allowed,
+        r.invariance_status()};  // batch invariance in cuDNN's words; empty where the config did not ask
     bool first = true;
     for (const auto& f : fields) {
       o << (first ? "" : ",") << csv_field(f);

@@ -81,6 +81,10 @@ TEST(BatchInvariance, TheCatalogueFieldIsValidated) {
   EXPECT_NE(catalogue_error(mm + R"({"sizes": [1], "order": true}})").find("batch_invariance.order: unknown field"),
             std::string::npos);
   EXPECT_NE(catalogue_error(mm + R"([1]})").find("batch_invariance"), std::string::npos);
+  // A batch of 1 has no sub-batch (the message gave the empty range "[1, 0]").
+  EXPECT_NE(catalogue_error(R"({"op": "matmul", "name": "x", "params": {"m": 1, "n": 4, "k": 16}, "batch_invariance": {"sizes": [1]}})")
+                .find("configs[0].batch_invariance: a batch of 1 (m) has no smaller sub-batch to compare with"),
+            std::string::npos);
 }
 
 TEST(BatchInvariance, StatusIsInCuDnnsWords) {

@@ -217,6 +217,17 @@ TEST_F(PrecisionConfigTest, ConfigsNameTheirDtypeAndMathAndBadOnesAreUsageErrors
   EXPECT_NE(usage_error(R"(, "dtype": 16)").find("configs[0].dtype"), std::string::npos);
   EXPECT_NE(usage_error(R"(, "math": "tf32")").find("configs[0].math: scatter_add offers the math modes \"default\", got \"tf32\""),
             std::string::npos);
+  // A math mode of f32 arithmetic at another dtype (found by review: a "matmul f64 tf32" row).
+  const std::string mm_f64 = R"({"schema": "d9m.catalog/1", "configs": [{"op": "matmul", "name": "m",
+        "params": {"m": 4, "n": 4, "k": 8}, "dtype": "f64", "math": "tf32"}]})";
+  try {
+    parse_catalog(mm_f64, "cat.json", Registry::global());
+    ADD_FAILURE() << "tf32 at f64 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("configs[0].math: \"tf32\" is a mode of f32 arithmetic, and this config's dtype is \"f64\""),
+              std::string::npos)
+        << e.what();
+  }
   const std::string conv = R"({"schema": "d9m.catalog/1", "configs": [{"op": "conv2d", "name": "c",
         "params": {"n": 1, "h": 4, "w": 4, "ci": 3, "co": 2, "kh": 2, "kw": 2}, "dtype": "f64"}]})";
   try {
