@@ -133,12 +133,14 @@ TimedGroups timed_groups(const ReportData& data) {
 }
 
 // A variant that may stand in for a nondeterministic one: claimed and seen deterministic, a role
-// that may be a fix, and not wrong in its values on any config of its op's source and backend.
+// that may be a fix, and neither wrong in its values nor diverged on any config of its op's source
+// and backend (found by review: a variant whose claim broke on one config was offered as the fix
+// on the others, in the same report that failed it).
 class IsFix {
  public:
   explicit IsFix(const ReportData& data) {
     for (const auto& r : data.results)
-      if (r.values_wrong()) wrong_.insert({r.source(), r.backend, r.variant});
+      if (r.values_wrong() || r.claim_broken()) wrong_.insert({r.source(), r.backend, r.variant});
   }
   bool operator()(const CaseResult& r) const {
     return r.claim_determinism == "deterministic" && r.status == Status::deterministic && may_be_a_solution(r.role) &&
@@ -174,13 +176,15 @@ std::vector<Cost> costs_of(const ReportData& data) {
 
 // Per op at one precision (source) and backend, the deterministic variant to use instead, with
 // its cost on every config and stack where it ran beside a nondeterministic variant: the one that
-// ran on most of them, then the cheapest (geometric mean), then by name. Found by review: a
+// ran on the most problems (distinct configs by id and inputs, whatever their names and however
+// many stacks ran them), then the cheapest (geometric mean), then by name. Found by review: a
 // variant chosen by votes of "fastest on this config" was costed on the configs it won only (1.11x
 // where it cost 2.86x and 2.37x on the two it lost), and a tie of votes went to the first name.
 std::vector<Solution> solutions_of(const ReportData& data) {
   const IsFix is_fix(data);
   std::map<std::pair<std::string, std::string>, std::map<std::string, Solution>> per;  // (source, backend) -> variant
   std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, int>> against;
+  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::pair<std::string, std::string>>> problems;
   for (const auto& [key, rs] : timed_groups(data)) {
     const CaseResult* nd = fastest(rs, is_replaceable);
     if (!nd || *nd->median_ns <= 0) continue;
@@ -190,6 +194,7 @@ std::vector<Solution> solutions_of(const ReportData& data) {
       s.ratios.push_back(static_cast<double>(*r->median_ns) / static_cast<double>(*nd->median_ns));
       s.values_unchecked += r->values && r->values->outcome == ValueCheck::Outcome::unchecked;
       ++against[{r->source(), r->backend, r->variant}][nd->variant];
+      problems[{r->source(), r->backend, r->variant}].insert({r->config_id, r->input_digest});
     }
   }
   // The claim reason of each (source, variant), the last result's, read in one pass.
@@ -198,8 +203,9 @@ std::vector<Solution> solutions_of(const ReportData& data) {
     for (const auto& r : data.results) reasons[{r.source(), r.variant}] = r.claim_reason;
   std::vector<Solution> out;
   for (auto& [key, variants] : per) {
-    const auto better = [](const auto& a, const auto& b) {
-      if (a.second.ratios.size() != b.second.ratios.size()) return a.second.ratios.size() > b.second.ratios.size();
+    const auto better = [&, key = key](const auto& a, const auto& b) {
+      const std::size_t pa = problems[{key.first, key.second, a.first}].size(), pb = problems[{key.first, key.second, b.first}].size();
+      if (pa != pb) return pa > pb;
       if (a.second.geomean() != b.second.geomean()) return a.second.geomean() < b.second.geomean();
       return a.first < b.first;
     };

@@ -402,6 +402,40 @@ TEST(Costs, TheSolutionIsCostedOnEveryConfigWhereItRan) {
   EXPECT_EQ(m.solutions[0].ratios.size(), 5u);
 }
 
+// Found by review: a variant whose claim broke on one config was offered as the fix on the others,
+// in the report that failed it; and the "most configs" rule counted one problem under three names
+// (or on three stacks) three times.
+TEST(Costs, NoFixThatDivergedAndProblemsCountedOnce) {
+  std::vector<Timed> cases;
+  for (const char* c : {"c0", "c1"}) {
+    cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", c, c, 100});
+    cases.push_back({"cpu.ordered", Role::ordered, "deterministic", c, c, 110});
+    cases.push_back({"cpu.gather", Role::ordered, "deterministic", c, c, 300});
+  }
+  cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", "c2", "c2", 100});
+  cases.push_back({"cpu.ordered", Role::ordered, "deterministic", "c2", "c2", 110});
+  auto d = timed_results(cases);
+  d.results.back().status = Status::nondeterministic;  // cpu.ordered on c2: its claim broke
+  d.results.back().distinct = 2;
+  StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.gather");
+  EXPECT_FALSE(m.verdict.held());
+
+  cases.clear();
+  for (const char* name : {"c1", "c1dup", "c1dup2"}) {  // one problem, three names
+    cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", name, "p1", 100});
+    cases.push_back({"cpu.gather", Role::ordered, "deterministic", name, "p1", 100});
+  }
+  for (const char* c : {"c2", "c3"}) {
+    cases.push_back({"cpu.atomic", Role::atomic, "nondeterministic", c, c, 100});
+    cases.push_back({"cpu.ordered", Role::ordered, "deterministic", c, c, 150});
+  }
+  m = build_status_model(timed_results(cases));
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.ordered") << "two problems against cpu.gather's one, under three names";
+}
+
 // Found by review: d9m's controls (config _canary) were folded into the user's rows, so a row
 // whose only config was D read "ND 2/10 (1 of 2 configs)", and the controls' times made a cost.
 TEST(Costs, ControlsHaveRowsOfTheirOwnAndNoCost) {
