@@ -36,16 +36,16 @@
 #                             (`timeout`, SIGTERM): a d9m run stopped so ends its run as interrupted,
 #                             with every case it finished kept (`d9m run --resume` continues it); a stage
 #                             reached with no time left is not started. The log names each.
-#   D9M_CONTINUE=FILE         a store an earlier call of this job wrote (d9m.sqlite, whole once its
-#                             reports stage has folded the WAL in, or the .xz of D9M_XZ_STORE; carried
-#                             back with the working tree): copied to OUT first,
+#   D9M_CONTINUE=FILE         a store an earlier call of this job wrote (d9m.sqlite, with its -wal
+#                             beside it where that call ended before folding it in, or the .xz of
+#                             D9M_XZ_STORE; carried back with the working tree): copied to OUT first,
 #                             and every run is `d9m run --resume`, so a run that call's deadline stopped
 #                             goes on where it stopped, on the same stack (the same run id and hash
 #                             chain, only its missing cases), and any other starts anew beside it.
 #
 # The exit code is the first nonzero one of the GPU tests, the unit tests, the GPU runs, the CPU
-# run and the report's verdict (1: a claim was broken); else 124 when the deadline cut the job
-# short.
+# run, the report's verdict (1: a claim was broken) and the store's verification; else 124 when
+# the deadline cut the job short.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-out/gpu-audit}}
@@ -61,6 +61,11 @@ reserve=${D9M_REPORT_RESERVE_S:-60}
 for v in deadline reserve; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_DEADLINE_S and D9M_REPORT_RESERVE_S are whole seconds, not '${!v}'" >&2; exit 2; }
 done
+deadline=$((10#$deadline)) reserve=$((10#$reserve))  # "0540" is 540 s, not octal
+if ((deadline > 0 && deadline < reserve + 5)); then
+  echo "gpu-audit: D9M_DEADLINE_S=$deadline leaves no time for any stage after the $reserve s kept for the reports" >&2
+  exit 2
+fi
 continue_from=${D9M_CONTINUE:-}
 resume=()
 if [[ -n $continue_from ]]; then
@@ -77,23 +82,38 @@ done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
 if [[ -n $continue_from ]]; then
-  # Never over another store: the earlier call's evidence is copied, never merged into one.
-  [[ ! -e $out/d9m.sqlite ]] || { echo "gpu-audit: D9M_CONTINUE: $out/d9m.sqlite exists already" >&2; exit 2; }
+  # Never over another store (the earlier call's evidence is copied, never merged into one), nor
+  # beside another store's log, which SQLite would apply to the copy.
+  for f in d9m.sqlite d9m.sqlite-wal d9m.sqlite-shm; do
+    [[ ! -e $out/$f ]] || { echo "gpu-audit: D9M_CONTINUE: $out/$f exists already" >&2; exit 2; }
+  done
   [[ $continue_from != "$out/d9m.sqlite.xz" ]] || { echo "gpu-audit: D9M_CONTINUE: give a copy outside OUT" >&2; exit 2; }
-  python3 -c "import lzma,shutil,sys
-src = (lzma.open if sys.argv[1].endswith('.xz') else open)(sys.argv[1], 'rb')
-with src, open(sys.argv[2], 'xb') as dst: shutil.copyfileobj(src, dst)" "$continue_from" "$out/d9m.sqlite" ||
-    { echo "gpu-audit: D9M_CONTINUE: could not copy $continue_from" >&2; rm -f "$out/d9m.sqlite"; exit 2; }
 fi
 log=$out/log.txt
 : > "$log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
-[[ -n $continue_from ]] && say "continuing the store $continue_from (sha256 $(sha256sum "$continue_from" | cut -d' ' -f1)): every run with --resume"
+# The earlier call's store into OUT, with its write-ahead log where it has one: a call stopped
+# before its reports stage folded the log in keeps its newest cases there (found by review: they
+# were left behind, and the stopped run could not be resumed).
+copy_continued_store() {
+  local from=$continue_from
+  python3 -c "import lzma,shutil,sys
+src = (lzma.open if sys.argv[1].endswith('.xz') else open)(sys.argv[1], 'rb')
+with src, open(sys.argv[2], 'xb') as dst: shutil.copyfileobj(src, dst)" "$from" "$out/d9m.sqlite" ||
+    { say "D9M_CONTINUE: could not copy $from"; rm -f "$out/d9m.sqlite"; exit 2; }
+  local wal=""
+  if [[ $from != *.xz && -s $from-wal ]]; then
+    cp "$from-wal" "$out/d9m.sqlite-wal" || { say "D9M_CONTINUE: could not copy $from-wal"; rm -f "$out"/d9m.sqlite*; exit 2; }
+    wal=", with its write-ahead log ($(stat -c %s "$from-wal") bytes)"
+  fi
+  say "continuing the store $from (sha256 $(sha256sum "$from" | cut -d' ' -f1))$wal: every run with --resume"
+}
 
 # The deadline: seconds left for the stages, and the commands run within it (as they are without
-# a deadline). A command the deadline stopped, or did not start, exits 124 (137 if it had to be
-# killed) and leaves a mark: these run in pipelines, so in subshells, where no variable would
-# reach the job's exit code.
+# a deadline). A command the deadline stopped (SIGTERM, then SIGKILL 30 s later), or did not start,
+# exits 124 and leaves a mark: these run in pipelines, so in subshells, where no variable would
+# reach the job's exit code. A command that died of another cause before its time keeps its own
+# exit code (found by review: one killed by SIGKILL was taken for a deadline stop).
 cut_marker=$(mktemp)
 rm -f "$cut_marker"
 trap 'rm -f "$cut_marker"' EXIT
@@ -107,12 +127,16 @@ within_deadline() {
     cut_short "not started: ${*:1:3} ..."
     return 124
   fi
+  local started=$SECONDS
   timeout --signal=TERM --kill-after=30 "$left" "$@"
   rc=$?
-  ((rc == 124 || rc == 137)) && cut_short "stopped after $left s: ${*:1:3} ..."
+  if ((rc == 124 || rc == 137)) && ((SECONDS - started >= left)); then
+    cut_short "stopped after $left s: ${*:1:3} ..."
+    return 124
+  fi
   return "$rc"
 }
-stopped() { (($1 == 124 || $1 == 137)) && [[ -e $cut_marker ]]; }
+stopped() { (($1 == 124)) && [[ -e $cut_marker ]]; }
 # Whether a stage was asked for and, under a deadline, still has time to start.
 stage() {
   [[ $stages == *" $1 "* ]] || return 1
@@ -185,8 +209,9 @@ if ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['fi
   say "no GPU in the fingerprint: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gpu_status'])" "$out/fingerprint.json")"
   [[ ${D9M_ALLOW_NO_GPU:-0} == 1 ]] || exit 3
 fi
+[[ -n $continue_from ]] && copy_continued_store
 
-tests_rc=0 unit_rc=0 gpu_rc=0 cpu_rc=0 report_rc=0
+tests_rc=0 unit_rc=0 gpu_rc=0 cpu_rc=0 report_rc=0 verify_rc=0
 if stage tests; then
   # The test binaries are run directly: a carried build folder's CTest files name the paths of
   # the machine that configured it.
@@ -336,6 +361,7 @@ if [[ -f $out/d9m.sqlite ]]; then
   report_rc=${PIPESTATUS[0]}
   "$d9m" report --db "$out/d9m.sqlite" --format json -o "$out/report.json" 2>&1 | tee -a "$log"
   "$d9m" verify --db "$out/d9m.sqlite" 2>&1 | tee -a "$log"
+  verify_rc=${PIPESTATUS[0]}
   # A WAL store is only whole with its -wal file; fold it in so d9m.sqlite alone is the evidence.
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" \
     "$out/d9m.sqlite" 2>> "$log" || true
@@ -353,8 +379,8 @@ else
 fi
 cut=""
 [[ -e $cut_marker ]] && cut=", cut short by the deadline"
-say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc, report $report_rc$cut"
-for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc $report_rc; do
+say "done: gpu tests $tests_rc, unit tests $unit_rc, gpu audit $gpu_rc, cpu audit $cpu_rc, report $report_rc, verify $verify_rc$cut"
+for rc in $tests_rc $unit_rc $gpu_rc $cpu_rc $report_rc $verify_rc; do
   ((rc != 0)) && exit "$rc"
 done
 [[ -n $cut ]] && exit 124
