@@ -15,6 +15,7 @@
 #include "harness/core/json_text.h"
 #include "harness/report/format.h"
 #include "harness/report/model.h"
+#include "harness/store/snapshot.h"
 #include "harness/store/sqlite.h"
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
@@ -76,7 +77,8 @@ ReportData load_operand(const std::string& operand) {
   const std::string sel = at == std::string::npos ? "" : operand.substr(at + 1);
   const Store store = Store::open(path, Store::Mode::read_only);
   // A gate reads only sound evidence (found by review: a store edited with sqlite3 was compared
-  // without a word, where merge and attest refuse it).
+  // without a word, where merge and attest refuse it), and compares what it verified.
+  const ReadSnapshot snapshot(store);
   require_sound(store, "compared");
   if (sel.rfind("run:", 0) == 0) {
     const std::string prefix = sel.substr(4);
@@ -171,23 +173,26 @@ std::string render_diff(const DiffReport& d, const std::string& a, const std::st
   return o.str();
 }
 
-json pin_baseline(const ReportData& data) {
+json pin_baseline(const ReportData& data, std::vector<std::string>* left_out) {
   const Verdict verdict = verdict_of(data);
   json stacks = json::array();
   bool beyond_controls = false;
   for (const auto& s : data.stacks) {
     json cases = json::array();
-    for (const auto& r : data.results)
+    for (const auto& r : data.results) {
       // Golden digests are what deterministic claims promise; a nondeterministic variant that
       // happened to repeat itself (one thread, disjoint addresses) promises nothing.
+      if (r.stack != s.id || r.status != Status::deterministic || r.claim_determinism != "deterministic") continue;
       // A wrong output's digest is not one to hold a later run to, nor is that of any case the
       // verdict fails (found by review: a claim to cpu.serial's bits that did not hold was pinned).
-      if (r.stack == s.id && r.status == Status::deterministic && r.claim_determinism == "deterministic" && !r.values_wrong() &&
-          verdict.failures_of(r).empty()) {
-        cases.push_back({{"case_id", r.case_id}, {"op", r.op}, {"config", r.config}, {"variant", r.variant},
-                         {"input_digest", r.input_digest}, {"digest", r.digest}, {"trials", r.trials}});
-        beyond_controls |= !is_control_config(r.config);
+      if (const auto failures = verdict.failures_of(r); !failures.empty()) {
+        if (left_out) left_out->push_back(failures.front()->text);
+        continue;
       }
+      cases.push_back({{"case_id", r.case_id}, {"op", r.op}, {"config", r.config}, {"variant", r.variant}, {"dtype", r.dtype},
+                       {"math", r.math}, {"input_digest", r.input_digest}, {"digest", r.digest}, {"trials", r.trials}});
+      beyond_controls |= !is_control_config(r.config);
+    }
     stacks.push_back({{"id", s.id}, {"summary", s.summary()}, {"cases", cases}});
   }
   // check_baseline refuses a baseline that checks none of a catalogue's cases; such a baseline
@@ -245,6 +250,8 @@ Baseline parse_baseline(const std::string& text, const std::string& source) {
       pc.op = f.string_field(c, cp, "op");
       pc.config = f.string_field(c, cp, "config");
       pc.variant = f.string_field(c, cp, "variant");
+      if (c.contains("dtype")) pc.dtype = f.string_field(c, cp, "dtype");
+      if (c.contains("math")) pc.math = f.string_field(c, cp, "math");
       pc.input_digest = hex_field(f, c, cp, "input_digest", 32);
       pc.digest = hex_field(f, c, cp, "digest", 32);
       const json& trials = f.field(c, cp, "trials");
@@ -272,14 +279,15 @@ BaselineCheck check_baseline(const ReportData& data, const Baseline& baseline, c
       // library changed (pin again when that was meant), checked nothing and must not pass.
       c.notes.push_back("baseline stack " + s.id.substr(0, 12) + " (" + s.summary + ") is not in the store: its " +
                         std::to_string(s.cases.size()) + " cases are missing");
-      for (const auto& bc : s.cases) c.missing.push_back(bc.op + "/" + bc.config + "/" + bc.variant + " on stack " + s.id.substr(0, 12));
+      for (const auto& bc : s.cases)
+        c.missing.push_back(case_label(bc.op, bc.config, bc.variant, bc.dtype, bc.math) + " on stack " + s.id.substr(0, 12));
       continue;
     }
     std::map<std::string, const CaseResult*> now;
     for (const auto& r : data.results)
       if (r.stack == s.id) now[r.case_id] = &r;
     for (const auto& bc : s.cases) {
-      const std::string name = bc.op + "/" + bc.config + "/" + bc.variant + " on " + data.stack(s.id).label;
+      const std::string name = case_label(bc.op, bc.config, bc.variant, bc.dtype, bc.math) + " on " + data.stack(s.id).label;
       auto it = now.find(bc.case_id);
       if (it == now.end()) {
         c.missing.push_back(name);

@@ -33,11 +33,14 @@ std::string render_diff(const DiffReport& d, const std::string& a, const std::st
 // Baselines: golden digests per stack and case ("d9m.baseline/1"), for the cases claimed
 // deterministic whose evidence agreed. A store with no such case beyond d9m's controls is a
 // usage error: its baseline could check nothing.
-nlohmann::json pin_baseline(const ReportData& data);
+// Cases claimed deterministic that the verdict fails are not pinned; `left_out`, if given, names
+// each with its failure.
+nlohmann::json pin_baseline(const ReportData& data, std::vector<std::string>* left_out = nullptr);
 
 // A baseline file as pin_baseline writes it, every field checked.
 struct PinnedCase {
   std::string case_id, op, config, variant, input_digest, digest;
+  std::string dtype = "f32", math = "default";  // optional in the file (baselines pinned before them)
   std::int64_t trials = 0;
 };
 struct BaselineStack {

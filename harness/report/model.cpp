@@ -116,7 +116,8 @@ std::vector<StackDifference> stack_differences_of(const ReportData& data) {
     for (std::size_t i = 0; i < rs.size(); ++i)
       for (std::size_t j = i + 1; j < rs.size(); ++j)
         if (rs[i]->digest != rs[j]->digest)
-          out.push_back({rs[i]->op, rs[i]->config, rs[i]->variant, rs[i]->stack, rs[j]->stack, rs[i]->digest, rs[j]->digest});
+          out.push_back({rs[i]->op, rs[i]->config, rs[i]->variant, rs[i]->stack, rs[j]->stack, rs[i]->digest, rs[j]->digest,
+                         rs[i]->label()});
   return out;
 }
 
@@ -421,6 +422,7 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
     row.claim_source = last.claim_source;
     row.claim_reason = last.claim_reason;
     row.claim_determinism = last.claim_determinism;
+    row.control = last.is_control();
     // A vendor's API may claim per config (cuDNN does): different claims show as mixed.
     for (const auto* r : rs)
       if (r->claim_determinism != last.claim_determinism) row.claim_determinism = "mixed";
@@ -523,9 +525,9 @@ bool Verdict::claim_failed(const CaseResult& r) const {
 
 std::string Verdict::no_evidence() const {
   const std::int64_t not_run = by_status[static_cast<int>(Status::skipped)] + by_status[static_cast<int>(Status::unsupported)];
+  const std::string which = not_run == cases ? "none ran" : "none but d9m's controls ran";
   return (cases == 0 ? std::string("no case was recorded")
-                     : "of " + std::to_string(cases) + " case(s), none but d9m's controls ran (" + std::to_string(not_run) +
-                           " SKIPPED or UNSUPPORTED)") +
+                     : "of " + std::to_string(cases) + " case(s), " + which + " (" + std::to_string(not_run) + " SKIPPED or UNSUPPORTED)") +
          ": no claim was tested, so none broke, and this certifies nothing.";
 }
 

@@ -40,6 +40,7 @@ struct CrossCheck {
 // A deterministic variant whose digest differs between two stacks on the same inputs.
 struct StackDifference {
   std::string op, config, variant, stack_a, stack_b, digest_a, digest_b;
+  std::string label;  // CaseResult::label()
 };
 
 // The cost of determinism of one op and config on one stack: the median time of the fastest
@@ -81,6 +82,7 @@ struct StatusRow {
   std::string claim_determinism, claim_source, claim_reason;
   std::vector<StatusCell> cells;  // one per stack, in ReportData::stacks order
   int solution = -1;  // nondeterministic-claimed rows: index in StatusModel::solutions of what fixes them
+  bool control = false;  // d9m's controls (config _canary): evidence about the stack, nothing to fix
 };
 
 struct Failure {

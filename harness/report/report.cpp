@@ -69,7 +69,7 @@ AuditFacts audit_facts(const ReportData& data, const StatusModel& model) {
     }
   }
   for (const auto& d : model.stack_differences)
-    f.anomalies.push_back("stack-to-stack difference: " + d.op + "/" + d.config + "/" + d.variant + ": " + data.stack(d.stack_a).label +
+    f.anomalies.push_back("stack-to-stack difference: " + d.label + ": " + data.stack(d.stack_a).label +
                           " " + d.digest_a + " vs " + data.stack(d.stack_b).label + " " + d.digest_b);
   for (const auto& r : data.run_rows)
     if (r.state != "complete") f.anomalies.push_back("run " + r.id + " on " + r.host + " is " + r.state);

@@ -92,6 +92,10 @@ std::string render_junit(const ReportData& data, const StatusModel& m) {
     property(body, "      ", "stack", s.summary());
     property(body, "      ", "runs", std::to_string(s.runs));
     property(body, "      ", "evidence sha256", data.evidence.digest);
+    // The store's verdict in words: a suite of skips and passing controls is not a pass when no
+    // case was tested (found by review: NO EVIDENCE read green here).
+    property(body, "      ", "verdict",
+             m.verdict.certifies_nothing() ? "NO EVIDENCE: " + m.verdict.no_evidence() : m.verdict.held() ? "PASS" : "FAIL");
     if (!data.selection.empty()) property(body, "      ", "selection", data.selection);
     body << "    </properties>\n" << cases.str() << "  </testsuite>\n";
     all_tests += tests;

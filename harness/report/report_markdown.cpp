@@ -30,7 +30,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
       if (inv) o << " " << (c.invariance.empty() ? "-" : c.invariance) << " |";
     }
     std::string solution;
-    if (row.claim_determinism == "nondeterministic") {
+    if (row.claim_determinism == "nondeterministic" && !row.control) {
       if (row.solution < 0) {
         solution = "none measured";
       } else {

@@ -63,12 +63,15 @@ Role role_of_row(const std::string& stored, const std::string& op, const std::st
 
 }  // namespace
 
-std::string CaseResult::label() const {
+std::string case_label(const std::string& op, const std::string& config, const std::string& variant, const std::string& dtype,
+                       const std::string& math) {
   std::string s = op + "/" + config + "/" + variant;
   if (dtype != "f32" || math != "default") s += " at " + dtype;
   if (math != "default") s += " " + math;
   return s;
 }
+
+std::string CaseResult::label() const { return case_label(op, config, variant, dtype, math); }
 
 std::string CaseResult::source() const {
   std::string s = op;

@@ -27,6 +27,10 @@ struct StackInfo {
   std::string summary() const;  // one line: CPU, OS, compiler, GPU
 };
 
+// A case in words: "op/config/variant", then " at DTYPE[ MATH]" where they are not the defaults.
+std::string case_label(const std::string& op, const std::string& config, const std::string& variant, const std::string& dtype,
+                       const std::string& math);
+
 struct CaseResult {
   std::string stack, case_id, op, variant, backend, config, config_id, params, input_digest;
   std::string output_dtype, output_shape;

@@ -18,8 +18,9 @@
 // calls: a failed buffer-size or preprocessing call makes the case UNSUPPORTED, with cuSPARSE's
 // status in the reason.
 //
-// `cusparse.<algorithm>_percall`, for each algorithm a config may claim deterministic: the same
-// call, but cusparse*_preprocess runs again before every call and the product goes to one buffer
+// `cusparse.<algorithm>_percall`, for each algorithm a config may claim deterministic (a vendor
+// variant, with the algorithm's claim): the same call made another way the API allows,
+// cusparse*_preprocess again before every call and the product into one buffer
 // the variant owns (the same address in every trial), copied to the trial's output afterwards. The
 // H200 audit saw CSR_ALG3 and the mixed-precision default diverge with the plain variants, which
 // preprocess once and point the output descriptor at a new buffer each trial: the API allows that,

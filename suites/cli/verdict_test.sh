@@ -91,6 +91,8 @@ for fmt in json md html; do
   grep -q "NO EVIDENCE" "$T/none.report.err" || fail "no evidence: report --format $fmt does not say so on stderr"
 done
 grep -q "PASS" "$T/none.md" "$T/none.html" && fail "no evidence: a report says PASS"
+"$D9M" report --db "$T/none.sqlite" --format junit -o "$T/none.junit.xml" 2> /dev/null
+grep -q 'name="verdict" value="NO EVIDENCE: of 3 case(s), none but' "$T/none.junit.xml" || fail "no evidence: JUnit's verdict property"
 python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['verdict']; assert v['certified'] == 0 and v['passed'], v" "$T/none.json" ||
   fail "no evidence: the JSON verdict"
 "$D9M" run -q --ctest --catalog "$T/tf32.json" --backend cpu --variant cpu.ordered -n 3 --db "$T/none.ctest.sqlite" 2> /dev/null
@@ -122,6 +124,13 @@ rc=$?
 "$D9M" baseline check --db "$T/envB.sqlite" "$T/envA.base.json" > "$T/env.check"
 rc=$?
 [[ $rc == 1 ]] && grep -q "DRIFT: .*test.env_bits" "$T/env.check" || { cat "$T/env.check"; fail "baseline check: exit $rc, no DRIFT"; }
+# A claim that broke in B: test.flip_at_call flips one bit at the call D9M_TEST_FLIP_CALL names.
+"$D9M" run --catalog "$T/cat.json" --backend cpu --variant test.flip_at_call -n 3 --db "$T/flipA.sqlite" -q --no-canaries 2> /dev/null
+D9M_TEST_FLIP_CALL=2 "$D9M" run --catalog "$T/cat.json" --backend cpu --variant test.flip_at_call -n 3 --db "$T/flipB.sqlite" -q --no-canaries 2> /dev/null
+"$D9M" diff "$T/flipA.sqlite" "$T/flipB.sqlite" > "$T/flip.diff"
+rc=$?
+[[ $rc == 1 ]] && grep -q "test.flip_at_call: claimed deterministic, 2 distinct digests in 3 trials (was DETERMINISTIC)" "$T/flip.diff" ||
+  { cat "$T/flip.diff"; fail "diff of a claim that broke in B: exit $rc"; }
 # A case certified in A that only ended in ERROR in B is evidence lost: a regression. test.throw
 # throws at the second call of its process, so the config that runs first (in one process) fails.
 cat > "$T/xy.json" << 'JSON'
@@ -141,7 +150,10 @@ rc=$?
 rc=$?
 [[ $rc == 2 ]] && grep -q "have no case in common" "$T/nothing.err" || { cat "$T/nothing.err"; fail "diff of nothing: exit $rc, not 2"; }
 # A pinned baseline holds no case the verdict fails: a claim to cpu.serial's bits that did not hold.
-"$D9M" baseline pin --db "$T/cross_claim_broken.sqlite" -o "$T/cross.base.json" || fail "baseline pin of a failing store"
+# It says which it left out (a later drift of theirs is never checked).
+"$D9M" baseline pin --db "$T/cross_claim_broken.sqlite" -o "$T/cross.base.json" 2> "$T/pin.err" || fail "baseline pin of a failing store"
+grep -q "^d9m: not pinned: bias_add_grad/small/test.wrong_bits on S1: claims the bits of cpu.serial" "$T/pin.err" ||
+  { cat "$T/pin.err"; fail "baseline pin does not say what it left out"; }
 grep -q "test.wrong_bits" "$T/cross.base.json" && fail "baseline pin pinned test.wrong_bits, whose claim to cpu.serial's bits broke"
 grep -q "cpu.serial" "$T/cross.base.json" || fail "baseline pin left out cpu.serial"
 

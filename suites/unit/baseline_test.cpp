@@ -151,6 +151,24 @@ TEST(Baseline, APinnedStackNotInTheStoreHasEveryCaseMissing) {
   EXPECT_EQ(c.missing[0], "bias_add_grad/small/cpu.serial on stack 000000000000");
 }
 
+// A case at another precision is named with it, pinned or missing (found by review: two configs
+// of one name at f32 and f16 read alike); a baseline pinned before the fields existed still parses.
+TEST(Baseline, CasesAtAnotherPrecisionAreNamedWithIt) {
+  ReportData d = store_data();
+  d.results[1].dtype = "bf16";
+  json pinned = json::parse(text_of(d));
+  EXPECT_EQ(pinned["stacks"][0]["cases"][1]["dtype"], "bf16");
+  json other = pinned["stacks"][0];
+  other["id"] = hex('0', 64);  // another stack, not in the store: its cases are missing
+  pinned["stacks"].push_back(other);
+  BaselineCheck c = check_baseline(d, parse_baseline(json_text(pinned), "base.json"), "base.json");
+  ASSERT_EQ(c.missing.size(), 3u);
+  EXPECT_EQ(c.missing[1], "bias_add_grad/small/cpu.ordered at bf16 on stack 000000000000");
+  for (auto& pc : pinned["stacks"][1]["cases"]) pc.erase("dtype"), pc.erase("math");
+  c = check_baseline(d, parse_baseline(json_text(pinned), "base.json"), "base.json");
+  EXPECT_EQ(c.missing[1], "bias_add_grad/small/cpu.ordered on stack 000000000000");
+}
+
 TEST(Baseline, AStoreWithNothingToPinIsRefused) {
   ReportData d = store_data();
   d.results.erase(d.results.begin(), d.results.begin() + 2);  // the control alone

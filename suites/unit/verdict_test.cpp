@@ -247,6 +247,12 @@ TEST_F(VerdictTest, AVerdictWithNoCaseTestedIsNoEvidenceNotAPass) {
   EXPECT_TRUE(no_pass(v.lines()));
   EXPECT_EQ(v.no_evidence(), "of 2 case(s), none but d9m's controls ran (1 SKIPPED or UNSUPPORTED): no claim was tested, so none "
                              "broke, and this certifies nothing.");
+  // Where the controls did not run either (a GPU-only selection without a GPU): none ran.
+  {
+    Verdict none = v;
+    none.by_status[static_cast<int>(Status::skipped)] = none.cases;
+    EXPECT_EQ(none.no_evidence().rfind("of 2 case(s), none ran (2 SKIPPED or UNSUPPORTED)", 0), 0u) << none.no_evidence();
+  }
   // One case with evidence is enough for a PASS (which then counts the rest as certifying nothing).
   const std::string c = begin(s, "c1", "2026-01-03T00:00:00Z");
   put(s, c, {.variant = "cpu.blocked", .role = "ordered", .digests = {"x", "x"}});
