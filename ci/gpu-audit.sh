@@ -38,7 +38,8 @@
 #                             reached with no time left is not started. The log names each.
 #   D9M_CONTINUE=FILE         a store an earlier call of this job wrote (d9m.sqlite, with its -wal
 #                             beside it where that call ended before folding it in, or the .xz of
-#                             D9M_XZ_STORE; carried back with the working tree): copied to OUT first,
+#                             D9M_XZ_STORE; carried back with the working tree; a relative path is from
+#                             the repository root, as OUT's is): copied to OUT first,
 #                             and every run is `d9m run --resume`, so a run that call's deadline stopped
 #                             goes on where it stopped, on the same stack (the same run id and hash
 #                             chain, only its missing cases), and any other starts anew beside it.
