@@ -336,7 +336,7 @@ json attest_store(const Store& store, const std::string& report_path) {
   StoreReport rendered(store);
   check_rendered_from(store, rendered, report, report_path, *store_sha);
   // A statement whose result is PASSED with no case tested would be filed as a pass.
-  if (const Verdict verdict = verdict_of(rendered.data()); verdict.certifies_nothing())
+  if (const Verdict& verdict = rendered.model().verdict; verdict.certifies_nothing())
     fail_usage(store.path() + ": holds no evidence, so it is not attested: " + verdict.no_evidence());
   return make_statement(rendered.data(), {{report_path, sha256_hex(report)}, {store.path(), *store_sha}});
 }
