@@ -13,7 +13,8 @@
 #   D9M_BUILD_DIR=build/gpu   a CUDA build to use (built with ci/deps.sh when missing), or a
 #                             bundle of one made by ci/gpu-bundle.sh for a machine without apt
 #
-#   D9M_STAGES="tests libraries others cpu models hook bench peer"   the stages to run (default
+#   D9M_STAGES="tests libraries others pipelines long_pipeline cpu models hook bench peer"
+#                             the stages to run (default
 #                             all, in this order; an unknown name stops the job; the reports are
 #                             written wherever a stage made a store): a lease too short for the whole
 #                             job runs it as several calls, each with its own OUT and store (d9m merge
@@ -22,13 +23,18 @@
 #   D9M_LIBRARY_TRIALS=1000   trials per case for the vendor-library families (cuBLAS/cuBLASLt
 #                             GEMM, cuDNN forward convolution and attention, CUB, cuSPARSE, and
 #                             sparse_dense_matmul, which has cuSPARSE's SpMM variants)
+#   D9M_LIBRARY_OPS, D9M_MODELS_OPS="op ..."   only these ops in the libraries stage (of its
+#                             families) and in the models stage (of the profile's ops): a short lease
+#                             audits what an earlier one did not; a name outside the stage's ops
+#                             stops the job before anything runs
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
 #   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials (0 skips it), and
 #                             those of the conv backprops' sort-based cuda.ordered (seconds a trial)
-#   D9M_PIPELINE_TRIALS=20    trials per pipeline (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200,
+#   D9M_PIPELINE_TRIALS=20    trials per pipeline (stage pipelines) (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200,
 #                             searching at every step; it now searches at the first step of a trial)
 #   D9M_LONG_PIPELINE_STEPS=100  the cnn pipeline's GPU settings again at this many steps a trial (0: not),
-#                             at D9M_PIPELINE_TRIALS: how a race's difference grows over a training run
+#                             at D9M_PIPELINE_TRIALS (stage long_pipeline): how a race's difference
+#                             grows over a training run
 #   D9M_DEADLINE_S=0          seconds from the job's start by which its stages must have ended (0: no
 #                             limit), D9M_REPORT_RESERVE_S=60 of them kept for the reports: set it below
 #                             the lease's call limit, so that the limit never kills the job before its
@@ -74,12 +80,19 @@ if [[ -n $continue_from ]]; then
   continue_from=$(realpath "$continue_from")
   resume=(--resume)
 fi
-all_stages="tests libraries others cpu models hook bench peer"
+all_stages="tests libraries others pipelines long_pipeline cpu models hook bench peer"
 read -d "" -ra stage_list <<< "${D9M_STAGES-$all_stages}"  # any whitespace between names; no globbing, no echo options
 stages=" ${stage_list[*]} "
 for s in "${stage_list[@]}"; do
   [[ " $all_stages " == *" $s "* ]] || { echo "gpu-audit: unknown stage '$s' in D9M_STAGES (stages: $all_stages)" >&2; exit 2; }
 done
+# The vendor-library families (the libraries stage), and the ones a call audits (D9M_LIBRARY_OPS).
+library_ops=(matmul matmul_batched symv conv2d sdpa sdpa_bwd reduce_sum cumsum segmented_reduce spmv spmm sparse_dense_matmul)
+read -d "" -ra library_selection <<< "${D9M_LIBRARY_OPS-${library_ops[*]}}"
+for op in "${library_selection[@]}"; do
+  [[ " ${library_ops[*]} " == *" $op "* ]] || { echo "gpu-audit: D9M_LIBRARY_OPS: '$op' is not a vendor-library family (${library_ops[*]})" >&2; exit 2; }
+done
+read -d "" -ra models_selection <<< "${D9M_MODELS_OPS-}"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: some steps run in folders of their own
 if [[ -n $continue_from ]]; then
@@ -197,6 +210,14 @@ if [[ ! -x $build/harness/d9m ]]; then
   D9M_CUDA=ON d9m_build "$build" -DCMAKE_BUILD_TYPE=Release -DD9M_TESTS=ON -DD9M_BENCH=ON >> "$log" 2>&1 || { say "build failed"; exit 3; }
 fi
 d9m=$(realpath "$build/harness/d9m")
+# D9M_MODELS_OPS: ops of the models profile, checked before anything runs.
+if ((${#models_selection[@]} > 0)); then
+  models_all=$("$d9m" list --cases --profile models --backend cuda,torch | cut -d' ' -f1 | cut -d/ -f1 | sort -u) ||
+    { echo "gpu-audit: d9m list --profile models failed" >&2; exit 3; }
+  for op in "${models_selection[@]}"; do
+    grep -qxF -- "$op" <<< "$models_all" || { echo "gpu-audit: D9M_MODELS_OPS: the models profile has no GPU case of '$op' (it has: $(echo $models_all))" >&2; exit 2; }
+  done
+fi
 
 say "machine"
 { nvidia-smi || echo "nvidia-smi not available"; } > "$out/nvidia-smi.txt" 2>&1
@@ -267,38 +288,39 @@ list_field() {
 # excepted, which every run has). PyTorch's own CUDA kernels (torch.default, torch.deterministic)
 # run in the same runs, so that they share the stack (its fingerprint names PyTorch's version) and
 # sit beside d9m's and the vendors'.
-library_ops=(matmul matmul_batched symv conv2d sdpa sdpa_bwd reduce_sum cumsum segmented_reduce spmv spmm sparse_dense_matmul)
-if stage libraries; then
-  say "audit: vendor-library families, GPU backend and PyTorch's kernels, $library_trials trials per case"
-  audit --backend cuda,torch -n "$library_trials" --op "${library_ops[@]}"
+if stage libraries && ((${#library_selection[@]} > 0)); then
+  say "audit: vendor-library families (${library_selection[*]}), GPU backend and PyTorch's kernels, $library_trials trials per case"
+  audit --backend cuda,torch -n "$library_trials" --op "${library_selection[@]}"
 fi
 if stage others; then
   list_field other_ops 1 "pipeline:.*|$(IFS='|'; echo "${library_ops[*]}")" --backend cuda,torch
   say "audit: the other families, GPU backend and PyTorch's kernels, $gpu_trials trials per case"
   audit --backend cuda,torch -n "$gpu_trials" --op "${other_ops[@]}"
+fi
+if stage pipelines; then
   say "audit: the pipelines' GPU settings, $pipeline_trials trials each"
   audit --backend cuda,torch -n "$pipeline_trials" --pipeline '*'
   # Where the GPU settings of the pipelines (the cnn training step) first diverged, from the run
   # above (the newest with traces): exit 1 means a source was found, which is evidence, not failure.
   say "trace diff: the GPU run's pipelines"
   "$d9m" trace diff --db "$out/d9m.sqlite" --format md -o "$out/trace-diff.md" 2>&1 | tee -a "$log"
-  if ((long_steps > 0)); then
-    # Issue 14's evidence: the CNN training step's GPU settings over a longer run (the atomic ones
-    # diverge, the ordered one does not), and where each first diverged, with the chart.
-    say "audit: the cnn pipeline's GPU settings at $long_steps steps, $pipeline_trials trials each"
-    lines_before=$(wc -l < "$log")
-    audit --backend cuda -n "$pipeline_trials" --pipeline cnn --steps "$long_steps"
-    # That run by its id (its "d9m: run ID: N cases" line), never "the newest run with traces",
-    # which is the 5-step run above where this one stored none.
-    long_run=$(tail -n +"$((lines_before + 1))" "$log" | sed -n 's/^d9m: run \([0-9a-f]*\): .*/\1/p' | tail -1)
-    if [[ -n $long_run ]]; then
-      say "trace diff: the cnn pipeline at $long_steps steps (run $long_run)"
-      for format in md html; do
-        "$d9m" trace diff "$out/d9m.sqlite@run:$long_run" --format "$format" -o "$out/trace-diff-$long_steps-steps.$format" 2>&1 | tee -a "$log"
-      done
-    else
-      say "the cnn pipeline at $long_steps steps stored no run: no trace diff"
-    fi
+fi
+if ((long_steps > 0)) && stage long_pipeline; then
+  # Issue 14's evidence: the CNN training step's GPU settings over a longer run (the atomic ones
+  # diverge, the ordered one does not), and where each first diverged, with the chart.
+  say "audit: the cnn pipeline's GPU settings at $long_steps steps, $pipeline_trials trials each"
+  lines_before=$(wc -l < "$log")
+  audit --backend cuda -n "$pipeline_trials" --pipeline cnn --steps "$long_steps"
+  # That run by its id (its "d9m: run ID: N cases" line), never "the newest run with traces",
+  # which may be the 5-step run of the pipelines stage where this one stored none.
+  long_run=$(tail -n +"$((lines_before + 1))" "$log" | sed -n 's/^d9m: run \([0-9a-f]*\): .*/\1/p' | tail -1)
+  if [[ -n $long_run ]]; then
+    say "trace diff: the cnn pipeline at $long_steps steps (run $long_run)"
+    for format in md html; do
+      "$d9m" trace diff "$out/d9m.sqlite@run:$long_run" --format "$format" -o "$out/trace-diff-$long_steps-steps.$format" 2>&1 | tee -a "$log"
+    done
+  else
+    say "the cnn pipeline at $long_steps steps stored no run: no trace diff"
   fi
 fi
 if stage cpu; then
@@ -317,15 +339,25 @@ if stage models && ((models_trials > 0)); then
   # (reports/h200-2026-11-26: their 140 trials took 366 of the 379 s of trials), where cuda.gather
   # gives the same bits in milliseconds.
   slow_ops=(conv2d_bwd_data conv2d_bwd_filter)
-  list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda,torch
-  list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda,torch --op "${slow_ops[@]}"
-  say "audit: models profile, GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
-  audit --profile models --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
-  audit --profile models --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
-  if ((models_ordered_trials >= 2)); then
-    audit --profile models --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
+  if ((${#models_selection[@]} > 0)); then
+    models_ops=() chosen_slow=()
+    for op in "${models_selection[@]}"; do
+      if [[ " ${slow_ops[*]} " == *" $op "* ]]; then chosen_slow+=("$op"); else models_ops+=("$op"); fi
+    done
+    slow_ops=("${chosen_slow[@]}")
   else
-    say "the conv backprops' cuda.ordered left out (D9M_MODELS_ORDERED_TRIALS < 2)"
+    list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda,torch
+  fi
+  say "audit: models profile (${models_selection[*]:-every op}), GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
+  ((${#models_ops[@]} == 0)) || audit --profile models --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
+  if ((${#slow_ops[@]} > 0)); then
+    list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda,torch --op "${slow_ops[@]}"
+    audit --profile models --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
+    if ((models_ordered_trials >= 2)); then
+      audit --profile models --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
+    else
+      say "the conv backprops' cuda.ordered left out (D9M_MODELS_ORDERED_TRIALS < 2)"
+    fi
   fi
 fi
 if stage hook; then

@@ -42,6 +42,28 @@ D9M_STAGES=$'\n\tlibrary' job second_line
 rc=$?
 ((rc == 2)) || fail "a misspelt name on a second line: exit $rc, not 2"
 
+# A short lease audits a part of a stage: D9M_LIBRARY_OPS and D9M_MODELS_OPS select ops of the
+# libraries stage and of the models profile, and nothing else is audited (the controls aside); a
+# name outside the stage's ops stops the job before anything runs.
+D9M_STAGES="libraries models" D9M_LIBRARY_OPS=spmv D9M_MODELS_OPS="layer_norm" D9M_LIBRARY_TRIALS=2 D9M_MODELS_TRIALS=2 job part
+rc=$?
+((rc == 0)) || fail "a part of the stages: exit $rc ($(tail -3 "$tmp/part.log"))"
+python3 - "$tmp/part/report.json" << 'PY' || fail "a part of the stages: other ops were audited"
+import json, sys
+report = json.load(open(sys.argv[1]))
+ops = {r["op"] for r in report["results"] if r["config"] != "_canary"}  # the controls
+assert ops == {"spmv", "layer_norm"}, ops
+PY
+for bad in "D9M_LIBRARY_OPS=bias_add" "D9M_MODELS_OPS=spmv" "D9M_MODELS_OPS=no_such_op"; do
+  (export "$bad"; D9M_STAGES="tests" job bad_ops)
+  rc=$?
+  ((rc == 2)) || fail "$bad: exit $rc, not 2 ($(tail -2 "$tmp/bad_ops.log"))"
+  grep -q "${bad%%=*}: '${bad#*=}'" "$tmp/bad_ops.log" || grep -q "${bad%%=*}: .*'${bad#*=}'" "$tmp/bad_ops.log" ||
+    fail "$bad: $(tail -2 "$tmp/bad_ops.log")"
+  [[ ! -e $tmp/bad_ops/nvidia-smi.txt ]] || fail "$bad: the job started"
+  rm -rf "$tmp/bad_ops"
+done
+
 # A deadline stops the stage it reaches (the CPU run, far too long for it), keeps what that run
 # finished (it ends as interrupted), starts no later stage, and still writes and verifies the
 # reports: exit 124, and the log names what was stopped and what was not started.
