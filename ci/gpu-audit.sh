@@ -30,6 +30,10 @@
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
 #   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials (0 skips it), and
 #                             those of the conv backprops' sort-based cuda.ordered (seconds a trial)
+#   D9M_MODELS_TIMEOUT_S=60   the models stage's watchdog (d9m run --timeout): a case whose trial takes
+#                             longer is stopped and is an ERROR that says so, instead of holding the
+#                             lease (an H200, 2026-11-28: bf16 atomicAdd of a ResNet-50 bias gradient,
+#                             400k adds onto each of 64 addresses, used the stage's 238 s on one case)
 #   D9M_PIPELINE_TRIALS=20    trials per pipeline (stage pipelines) (a bf16 CNN step with cuDNN and cuBLAS took 5 s on an H200,
 #                             searching at every step; it now searches at the first step of a trial)
 #   D9M_LONG_PIPELINE_STEPS=100  the cnn pipeline's GPU settings again at this many steps a trial (0: not),
@@ -68,6 +72,8 @@ reserve=${D9M_REPORT_RESERVE_S:-60}
 for v in deadline reserve; do
   [[ ${!v} =~ ^[0-9]+$ ]] || { echo "gpu-audit: D9M_DEADLINE_S and D9M_REPORT_RESERVE_S are whole seconds, not '${!v}'" >&2; exit 2; }
 done
+[[ ${D9M_MODELS_TIMEOUT_S:-60} =~ ^[0-9]+([.][0-9]+)?$ ]] && [[ ! ${D9M_MODELS_TIMEOUT_S:-60} =~ ^0*[.]?0*$ ]] ||
+  { echo "gpu-audit: D9M_MODELS_TIMEOUT_S is a positive number of seconds, not '${D9M_MODELS_TIMEOUT_S}'" >&2; exit 2; }
 deadline=$((10#$deadline)) reserve=$((10#$reserve))  # "0540" is 540 s, not octal
 if ((deadline > 0 && deadline < reserve + 5)); then
   echo "gpu-audit: D9M_DEADLINE_S=$deadline leaves no time for any stage after the $reserve s kept for the reports" >&2
@@ -132,20 +138,23 @@ cut_marker=$(mktemp)
 rm -f "$cut_marker"
 trap 'rm -f "$cut_marker"' EXIT
 seconds_left() { echo $((deadline - reserve - SECONDS)); }
+# cut_short outside a pipeline (say writes the log); within_deadline runs inside one that tees
+# into the log, so it only prints (found in the H200 log of 2026-11-28: every stop was logged twice).
 cut_short() { say "deadline (${deadline} s, ${reserve} s kept for the reports): $*"; : > "$cut_marker"; }
+cut_short_piped() { echo "== $(date -u +%H:%M:%S) deadline (${deadline} s, ${reserve} s kept for the reports): $*"; : > "$cut_marker"; }
 within_deadline() {
   ((deadline > 0)) || { "$@"; return; }
   local left rc
   left=$(seconds_left)
   if ((left < 5)); then
-    cut_short "not started: ${*:1:3} ..."
+    cut_short_piped "not started: ${*:1:3} ..."
     return 124
   fi
   local started=$SECONDS
   timeout --signal=TERM --kill-after=30 "$left" "$@"
   rc=$?
   if ((rc == 124 || rc == 137)) && ((SECONDS - started >= left)); then
-    cut_short "stopped after $left s: ${*:1:3} ..."
+    cut_short_piped "stopped after $left s: ${*:1:3} ..."
     return 124
   fi
   return "$rc"
@@ -331,6 +340,7 @@ if stage cpu; then
 fi
 models_trials=${D9M_MODELS_TRIALS:-20}
 models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
+models_timeout=${D9M_MODELS_TIMEOUT_S:-60}
 if stage models && ((models_trials > 0)); then
   # GPU and PyTorch cases only: the CPU variants at these shapes take minutes a trial (each
   # config's serial reference for the value check is computed once, on all cores where a variant
@@ -349,12 +359,12 @@ if stage models && ((models_trials > 0)); then
     list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda,torch
   fi
   say "audit: models profile (${models_selection[*]:-every op}), GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
-  ((${#models_ops[@]} == 0)) || audit --profile models --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
+  ((${#models_ops[@]} == 0)) || audit --profile models --timeout "$models_timeout" --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
   if ((${#slow_ops[@]} > 0)); then
     list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda,torch --op "${slow_ops[@]}"
-    audit --profile models --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
+    audit --profile models --timeout "$models_timeout" --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
     if ((models_ordered_trials >= 2)); then
-      audit --profile models --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
+      audit --profile models --timeout "$models_timeout" --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
     else
       say "the conv backprops' cuda.ordered left out (D9M_MODELS_ORDERED_TRIALS < 2)"
     fi

@@ -72,6 +72,8 @@ rc=$?
 ((rc == 124)) || fail "a deadline: exit $rc, not 124 ($(tail -3 "$tmp/deadline.log"))"
 grep -q "deadline (20 s, 12 s kept for the reports): stopped after [0-9]* s: .*d9m run" "$tmp/deadline.log" ||
   fail "a deadline: the CPU run was not stopped by it ($(tail -5 "$tmp/deadline.log"))"
+n=$(grep -c "deadline (20 s, 12 s kept for the reports): stopped after" "$tmp/deadline/log.txt")
+((n == 1)) || fail "a deadline: log.txt records the stop $n times, not once"
 grep -q "stage models not started" "$tmp/deadline.log" || fail "a deadline: the models stage was not left out"
 grep -q "cut short by the deadline" "$tmp/deadline.log" || fail "a deadline: the last line does not say so"
 [[ -s $tmp/deadline/report.md && -s $tmp/deadline/report.json ]] || fail "a deadline: no reports"
@@ -137,6 +139,12 @@ rc=$?
 D9M_STAGES="" D9M_DEADLINE_S=50 job short_deadline
 rc=$?
 ((rc == 2)) || fail "D9M_DEADLINE_S=50 with 60 s kept for the reports: exit $rc, not 2"
+for bad in 0 1e3 60s; do
+  D9M_STAGES="" D9M_MODELS_TIMEOUT_S=$bad job bad_timeout
+  rc=$?
+  ((rc == 2)) || fail "D9M_MODELS_TIMEOUT_S=$bad: exit $rc, not 2"
+  rm -rf "$tmp/bad_timeout"
+done
 D9M_STAGES="" D9M_DEADLINE_S=0540 job octal_deadline
 rc=$?
 ((rc == 0)) || fail "D9M_DEADLINE_S=0540: exit $rc, not 0 ($(tail -2 "$tmp/octal_deadline.log"))"
