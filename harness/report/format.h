@@ -16,6 +16,11 @@ inline std::string num(const char* printf_format, double v) {
   return buf;
 }
 
+// A cost ratio: 1.11x, 0.39x; two significant digits below 0.1 (0.0039x), where two decimals would
+// print a real ratio as 0.00x (an atomic bias-gradient of 27 ms against its 0.11 ms ordered form on
+// an H200, reports/h200-2026-11-28).
+inline std::string ratio(double v) { return num(v < 0.1 && v > 0 ? "%.2gx" : "%.2fx", v); }
+
 // 812 ns, 3.4 us, 1.25 ms, 2.00 s; "-" when unknown.
 inline std::string duration(std::optional<std::int64_t> ns) {
   if (!ns) return "-";

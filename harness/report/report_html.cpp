@@ -19,6 +19,7 @@ namespace d9m {
 namespace {
 
 using format::num;
+using format::ratio;
 
 const char* status_class(Status s) {
   switch (s) {
@@ -190,12 +191,12 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
   for (const auto& s : m.solutions) {
     const double g = s.geomean();
     const int y = 20 + i * bar_h, x1 = std::min(xpos(1.0), xpos(g)), x2 = std::max(xpos(1.0), xpos(g));
-    o << "<g><title>" << xml_escape(s.source + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + num("%.2fx", g) + " over " +
+    o << "<g><title>" << xml_escape(s.source + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + ratio(g) + " over " +
                                     std::to_string(s.ratios.size()) + " configs" +
                                     (s.values_unchecked ? ", values unchecked on " + std::to_string(s.values_unchecked) : ""))
       << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(s.source + " (" + s.backend + ")") << "</text><rect x=\"" << x1
       << "\" y=\"" << y + 2 << "\" width=\"" << std::max(x2 - x1, 1) << "\" height=\"" << bar_h - 5 << "\" fill=\""
-      << (g > 1 ? "#bf8700" : "#2da44e") << "\"/><text x=\"" << x2 + 4 << "\" y=\"" << y + 13 << "\">" << num("%.2fx", g) << "</text></g>\n";
+      << (g > 1 ? "#bf8700" : "#2da44e") << "\"/><text x=\"" << x2 + 4 << "\" y=\"" << y + 13 << "\">" << ratio(g) << "</text></g>\n";
     ++i;
   }
   o << "</svg>\n";

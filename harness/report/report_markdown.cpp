@@ -35,7 +35,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
         solution = "none measured";
       } else {
         const Solution& s = m.solutions[static_cast<std::size_t>(row.solution)];
-        solution = "use " + s.variant + ", " + format::num("%.2fx", s.geomean()) + " [" + s.key + "]";
+        solution = "use " + s.variant + ", " + format::ratio(s.geomean()) + " [" + s.key + "]";
       }
     }
     o << " " << solution << " |\n";
@@ -52,8 +52,8 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
   for (const auto& s : m.solutions)
     o << "- [" << s.key << "] **" << s.source << "** (" << s.backend << "): " << s.variant << " (" << s.reason
       << "). Cost: median time of " << s.variant << " over the median of the fastest nondeterministic variant (" << s.against
-      << "), geometric mean " << format::num("%.2fx", s.geomean()) << " over " << s.ratios.size()
-      << " config-stack pairs, range " << format::num("%.2fx", s.lowest()) << "-" << format::num("%.2fx", s.highest()) << "."
+      << "), geometric mean " << format::ratio(s.geomean()) << " over " << s.ratios.size()
+      << " config-stack pairs, range " << format::ratio(s.lowest()) << "-" << format::ratio(s.highest()) << "."
       << (s.values_unchecked ? " Its values were unchecked on " + std::to_string(s.values_unchecked) + " of them." : "") << "\n";
 }
 
