@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -86,16 +88,31 @@ struct Side {
       : operand{s.path(), run, std::nullopt}, store(s), run_id(std::move(run)), started_at(std::move(started)) {}
   Side(const Side&) = delete;
 
-  explicit Side(const TraceOperand& o) : operand(o), owned(open_store(o.store)), store(*owned) {
+  // Without a run id: the newest run with a trace that `wanted` takes (--pipeline, --setting),
+  // else the newest with any trace. Newest by start time, and among runs started in the same
+  // second by the order they were stored (found by review: a random id decided the tie).
+  Side(const TraceOperand& o, const std::function<bool(const CaseRow&)>& wanted) : operand(o), owned(open_store(o.store)), store(*owned) {
     if (!has_column(store.db(), "trace", "chain"))
       fail_usage(o.store + ": no pipeline traces: the store is of schema " + std::to_string(store.schema_version()) +
                  ", before traces (run a pipeline with this d9m to make some)");
     if (o.run_prefix.empty()) {
-      sql::Statement s(store.db(), "SELECT r.id, r.started_at FROM runs r WHERE EXISTS (SELECT 1 FROM trace t WHERE t.run_id = r.id)"
-                                   " ORDER BY r.started_at DESC, r.id DESC LIMIT 1");
-      if (!s.step()) fail_usage(o.store + ": no run in the store has a pipeline trace (`d9m run --pipeline ...` makes one)");
-      run_id = s.text(0);
-      started_at = s.text(1);
+      std::vector<std::pair<std::string, std::string>> runs;
+      {
+        sql::Statement s(store.db(), "SELECT r.id, r.started_at FROM runs r WHERE EXISTS (SELECT 1 FROM trace t WHERE t.run_id = r.id)"
+                                     " ORDER BY r.started_at DESC, r.rowid DESC");
+        while (s.step()) runs.emplace_back(s.text(0), s.text(1));
+      }
+      if (runs.empty()) fail_usage(o.store + ": no run in the store has a pipeline trace (`d9m run --pipeline ...` makes one)");
+      std::tie(run_id, started_at) = runs.front();
+      for (const auto& [id, started] : runs) {
+        run_id = id;
+        const std::vector<CaseRow> cases = pipeline_cases();
+        if (std::any_of(cases.begin(), cases.end(), wanted)) {
+          started_at = started;
+          return;
+        }
+      }
+      std::tie(run_id, started_at) = runs.front();
     } else {
       sql::Statement s(store.db(), "SELECT id, started_at FROM runs WHERE substr(id, 1, length(?1)) = ?1");
       s.bind(1, o.run_prefix);
@@ -315,8 +332,9 @@ std::optional<std::int64_t> first_differing_trial(const std::vector<std::string>
 
 std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<TraceOperand>& b, const std::string& pipeline_glob,
                                    const std::string& setting_glob) {
-  const Side sa(a);
-  const std::optional<Side> sb_own = b ? std::optional<Side>(std::in_place, *b) : std::nullopt;
+  const auto wanted = [&](const CaseRow& c) { return glob_match(pipeline_glob, pipeline_name(c.op)) && glob_match(setting_glob, c.variant); };
+  const Side sa(a, wanted);
+  const std::optional<Side> sb_own = b ? std::optional<Side>(std::in_place, *b, wanted) : std::nullopt;
   const Side& sb = sb_own ? *sb_own : sa;
   std::vector<TraceDiff> out;
   const std::vector<CaseRow> cases_b = sb.pipeline_cases();

@@ -150,4 +150,25 @@ c.execute(\"UPDATE trace SET inputs = '[]' WHERE trial = 2 AND step = 2 AND posi
 c.commit()" "$T/m.sqlite"
 "$D9M" verify --db "$T/m.sqlite" > "$T/verify" 2>&1; check "verify finds an edited trace row" 1 $? "$T/verify" 'trace of trial 2 step 2 op 1: the row does not match'
 
+# Without a run id, trace diff takes the newest run with a trace that --pipeline and --setting
+# match, and of two runs started in the same second the one stored last (found by review: the
+# newest run was taken even when it had no such trace, and a random run id broke the tie).
+sed 's/"name": "bias_fit"/"name": "bias_fit_again"/' "$T/p.json" > "$T/again.json"
+"$D9M" run --catalog "$T/p.json" -n 2 --pipeline bias_fit --db "$T/two.sqlite" --no-canaries -q 2> /dev/null
+"$D9M" run --catalog "$T/again.json" -n 2 --db "$T/two.sqlite" --no-canaries -q 2> /dev/null
+# The same start second for both, and the first run's id made to sort last (every run_id column).
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute('PRAGMA foreign_keys = OFF')
+first = c.execute('SELECT id FROM runs ORDER BY rowid LIMIT 1').fetchone()[0]
+c.execute('UPDATE runs SET id = ?1 WHERE id = ?2', ('f' * 32, first))
+for (table,) in c.execute(\"SELECT name FROM sqlite_master WHERE type = 'table'\").fetchall():
+    if any(col[1] == 'run_id' for col in c.execute(f'PRAGMA table_info({table})')):
+        c.execute(f'UPDATE {table} SET run_id = ?1 WHERE run_id = ?2', ('f' * 32, first))
+c.execute(\"UPDATE runs SET started_at = '2026-01-01T00:00:00Z'\")
+c.commit()" "$T/two.sqlite"
+"$D9M" trace diff --db "$T/two.sqlite" > "$T/md" 2> "$T/err"; check "the newest run of one second" 0 $? "$T/md" 'pipeline bias_fit_again'
+"$D9M" trace diff --db "$T/two.sqlite" --pipeline bias_fit > "$T/md" 2> "$T/err"; check "--pipeline: the newest run that has it" 0 $? "$T/md" 'pipeline bias_fit \('
+
 checks_done
