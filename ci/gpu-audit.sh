@@ -264,6 +264,12 @@ if stage tests; then
   within_deadline "$build/suites/d9m_unit_tests" --gtest_brief=1 2>&1 | tee -a "$log"
   unit_rc=${PIPESTATUS[0]}
   stopped "$unit_rc" && unit_rc=0
+  if [[ -f $build/bindings/libd9m_device_digest.so ]]; then
+    say "the PyTorch hook's device digest (libd9m_device_digest.so) against its host digest"
+    within_deadline "${D9M_PYTHON:-python3}" suites/python/device_digest_check.py bindings/python "$build/bindings/libd9m_device_digest.so" 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    ((rc == 0 || rc == 77)) || stopped "$rc" || tests_rc=$rc
+  fi
   if [[ -x $build/suites/d9m_with_faults ]]; then
     say "isolation on the GPU: faults, the sticky CUDA error included, cost only their case"
     within_deadline bash suites/faults/fault_test.sh "$build/suites/d9m_with_faults" "$d9m" 2>&1 | tee -a "$log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what ci/gpu-audit.sh runs into a small folder that can travel to a machine with a GPU
 # but without this machine's packages (the lent H100/H200 has no apt and no network): the five
-# binaries in the layout gpu-audit.sh expects, plus the shared libraries they need that are not
+# binaries and the PyTorch hook's device-digest library in the layout gpu-audit.sh expects, plus the shared libraries they need that are not
 # part of the C/C++ runtime, the CUDA driver, cuDNN, cuBLAS or cuSPARSE (those the GPU machine
 # must provide; the CUDA runtime is linked statically).
 #
@@ -10,7 +10,7 @@
 set -euo pipefail
 build=${1:?usage: ci/gpu-bundle.sh BUILD DEST}
 dest=${2:?usage: ci/gpu-bundle.sh BUILD DEST}
-bins=(harness/d9m suites/d9m_gpu_tests suites/d9m_unit_tests suites/d9m_with_faults bench/d9m_bench)
+bins=(harness/d9m suites/d9m_gpu_tests suites/d9m_unit_tests suites/d9m_with_faults bench/d9m_bench bindings/libd9m_device_digest.so)
 # DEST is emptied first: refuse anything that is not a folder of its own.
 if [[ -e $dest ]]; then
   real_dest=$(realpath "$dest")

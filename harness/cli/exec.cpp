@@ -46,7 +46,7 @@ int exec(ExecArgs& a) {
   };
   for (const auto& o : trials.outputs) line(o.name, o.digests, o.diffs);
   if (trials.trace) {
-    line("trace (" + std::to_string(trials.trace->rows.size() / trials.trace->digests.size()) + " traced ops per trial, about)",
+    line("trace (about " + std::to_string(trials.trace->rows.size() / trials.trace->digests.size()) + " traced ops per trial)",
          trials.trace->digests, trials.trace->diffs);
     if (diverged) std::printf("# `d9m trace diff --db %s` names the first traced op that diverged\n", a.db.c_str());
   }

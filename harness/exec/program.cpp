@@ -210,13 +210,29 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// libd9m_device_digest.so of this build (bindings/, beside harness/ where the d9m binary is, in a
+// build tree and in a ci/gpu-bundle.sh bundle alike), or "" where it has none: the PyTorch hook
+// digests CUDA tensors on the GPU with it ($D9M_DEVICE_DIGEST_LIBRARY).
+std::string device_digest_library() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "";
+  std::string dir(exe, static_cast<std::size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate : {dir + "/../bindings/libd9m_device_digest.so", dir + "/libd9m_device_digest.so"})
+    if (::access(candidate.c_str(), R_OK) == 0) return candidate;
+  return "";
+}
+
 // Runs the command once; Error(usage) when it does not exit 0.
 void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std::string& trace_path) {
+  static const std::string digest_library = device_digest_library();  // found before any fork
   const pid_t pid = ::fork();
   if (pid < 0) fail_environment(std::string("cannot start a process: ") + std::strerror(errno));
   if (pid == 0) {
     ::setenv("D9M_TRIAL", std::to_string(trial).c_str(), 1);
     ::setenv("D9M_TRACE", trace_path.c_str(), 1);
+    if (!digest_library.empty()) ::setenv("D9M_DEVICE_DIGEST_LIBRARY", digest_library.c_str(), 0);  // the caller's wins
     std::vector<char*> argv;
     for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);

@@ -1,4 +1,5 @@
 // GPU tests (label `gpu`): each reports a skip, never a pass, when no device answers.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +89,39 @@ TEST(GpuDigest, UnalignedBuffersDigestLikeTheHost) {
     EXPECT_EQ(digester.digest(static_cast<const unsigned char*>(d.p) + skip, buf.size() - skip).hex(),
               digest_v1(buf.data() + skip, buf.size() - skip).hex())
         << "offset " << skip;
+}
+
+// libd9m_device_digest.so, as the PyTorch hook calls it (dlopen, its C function, a stream of
+// the caller's): the host digest of the same bytes, at any length and offset, on a stream with
+// work queued ahead; a host pointer or another device's memory is refused with a message.
+TEST(GpuDigest, TheBindingsLibraryDigestsLikeTheHost) {
+  D9M_REQUIRE_GPU();
+  void* lib = ::dlopen(D9M_DEVICE_DIGEST_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  using DeviceDigest = int (*)(const void*, unsigned long long, int, void*, char*, char*, unsigned long long);
+  const auto f = reinterpret_cast<DeviceDigest>(::dlsym(lib, "d9m_device_digest"));
+  ASSERT_NE(f, nullptr);
+  int device = 0;
+  D9M_CUDA_CHECK(cudaGetDevice(&device));
+  cudaStream_t stream = nullptr;
+  D9M_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  char hex[33], error[512];
+  for (std::size_t n : {std::size_t{1}, std::size_t{241}, std::size_t{4096}, std::size_t{4097}, std::size_t{(3u << 20) + 5}}) {
+    const auto buf = random_bytes(n + 3, n);
+    DeviceCopy d(buf.data(), n + 3);
+    for (std::size_t skip : {0u, 3u}) {
+      // The bytes are written on the stream just before the call: the digest must wait for them.
+      std::vector<unsigned char> zeros(n + 3, 0);
+      DeviceCopy target(zeros.data(), n + 3);
+      D9M_CUDA_CHECK(cudaMemcpyAsync(target.p, d.p, n + 3, cudaMemcpyDeviceToDevice, stream));
+      ASSERT_EQ(f(static_cast<const unsigned char*>(target.p) + skip, n - skip, device, stream, hex, error, sizeof error), 0) << error;
+      EXPECT_EQ(std::string(hex), digest_v1(buf.data() + skip, n - skip).hex()) << "length " << n << ", offset " << skip;
+    }
+  }
+  const auto host = random_bytes(64, 1);
+  EXPECT_EQ(f(host.data(), host.size(), device, stream, hex, error, sizeof error), -1);
+  EXPECT_NE(std::string(error).find("not device memory"), std::string::npos) << error;
+  D9M_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // The batched form: digests land in device slots, and the diff runs only where they differ.

@@ -31,6 +31,21 @@ for f in ('a.bin', 'e.bin'):
     print(c.execute('SELECT t.digest FROM trials t JOIN cases k ON k.id = t.case_id WHERE k.config = ? AND t.trial = 0', (f,)).fetchone()[0])" "$T/dig.sqlite")
 [[ $(cat "$T/py_digest") == "$want" ]] && pass=$((pass + 1)) || { echo "FAIL: the hook's digests differ from d9m's"; echo "$want"; cat "$T/py_digest"; failures=$((failures + 1)); }
 
+# d9m exec tells the program where its build's device-digest library is (CUDA builds), and the
+# hook's digests of CUDA tensors through it equal the host's (skipped without a CUDA PyTorch).
+lib=$(dirname "$D9M")/../bindings/libd9m_device_digest.so
+"$D9M" exec -n 2 --outputs env.txt --db "$T/env.sqlite" -- sh -c 'printf %s "${D9M_DEVICE_DIGEST_LIBRARY-unset}" > env.txt' > /dev/null
+if [[ -f $lib ]]; then
+  [[ $(realpath "$(cat env.txt)") == "$(realpath "$lib")" ]] && pass=$((pass + 1)) ||
+    { echo "FAIL: d9m exec set D9M_DEVICE_DIGEST_LIBRARY to '$(cat env.txt)', not $lib"; failures=$((failures + 1)); }
+  "$PY" "$HERE/device_digest_check.py" "$HERE/../../bindings/python" "$lib"
+  rc=$?
+  ((rc == 0 || rc == 77)) && pass=$((pass + 1)) || { echo "FAIL: device_digest_check.py: exit $rc"; failures=$((failures + 1)); }
+else
+  [[ $(cat env.txt) == unset ]] && pass=$((pass + 1)) ||
+    { echo "FAIL: a build without the library set D9M_DEVICE_DIGEST_LIBRARY to '$(cat env.txt)'"; failures=$((failures + 1)); }
+fi
+
 # The worker's test for PyTorch's missing-dtype-kernel error takes that error, as this PyTorch
 # words it, and no other error that merely shares the words.
 "$PY" - "$HERE/../../bindings/python" <<'PY' && pass=$((pass + 1)) || failures=$((failures + 1))

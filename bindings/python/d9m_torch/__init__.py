@@ -14,12 +14,15 @@ output. ``d9m exec`` sets ``D9M_TRACE`` to such a file for every trial and store
 The digest is d9m's (DESIGN.md "Digest: d9m-digest-v1"): the tensor's bytes, contiguous, in
 4096-byte leaves; XXH3-64 of each leaf as 8 little-endian bytes; XXH3-128 of those, as 32 hex
 digits, the same as d9m computes for a buffer on the CPU. An op with several tensor outputs gets
-the digest of their digests (each followed by a newline). CUDA tensors are copied to the host to
-be digested.
+the digest of their digests (each followed by a newline). CUDA tensors are digested on their GPU
+by d9m's own kernels where $D9M_DEVICE_DIGEST_LIBRARY names libd9m_device_digest.so (``d9m exec``
+sets it when its build has one), else copied to the host to be digested: the two digests are equal.
 """
+import ctypes
 import json
 import os
 import struct
+import sys
 
 import torch
 try:
@@ -42,9 +45,52 @@ def digest_bytes(data: bytes) -> str:
     return xxhash.xxh3_128_hexdigest(leaves)
 
 
+_device_digest = None  # d9m_device_digest from the library, once loaded; False: not to be used
+
+
+def _device_digest_function():
+    """d9m_device_digest of $D9M_DEVICE_DIGEST_LIBRARY, or None (unset, or it did not load)."""
+    global _device_digest
+    if _device_digest is None:
+        _device_digest = False
+        path = os.environ.get("D9M_DEVICE_DIGEST_LIBRARY")
+        if path:
+            try:
+                f = ctypes.CDLL(path).d9m_device_digest
+            except (OSError, AttributeError) as e:
+                print(f"d9m_torch: {path}: {e}; CUDA tensors are digested on the host", file=sys.stderr)
+            else:
+                f.argtypes = [ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                              ctypes.c_char_p, ctypes.c_ulonglong]
+                f.restype = ctypes.c_int
+                _device_digest = f
+    return _device_digest or None
+
+
+def _digest_on_device(t: torch.Tensor):
+    """The digest of a contiguous CUDA tensor computed on its GPU, or None where that cannot be."""
+    global _device_digest
+    f = _device_digest_function()
+    if f is None:
+        return None
+    hex_out, error = ctypes.create_string_buffer(33), ctypes.create_string_buffer(512)
+    # Queued on the tensor's current stream, behind the kernels that produced it.
+    stream = torch.cuda.current_stream(t.device).cuda_stream
+    if f(t.data_ptr(), t.numel() * t.element_size(), t.device.index, stream, hex_out, error, len(error)) == 0:
+        return hex_out.value.decode()
+    print(f"d9m_torch: {error.value.decode()}; CUDA tensors are digested on the host from here on", file=sys.stderr)
+    _device_digest = False
+    return None
+
+
 def digest(t: torch.Tensor) -> str:
     """d9m-digest-v1 of a tensor's bytes (row-major, its own dtype)."""
-    flat = t.detach().contiguous().cpu().reshape(-1)
+    t = t.detach()
+    if t.is_cuda and t.numel() > 0:
+        on_device = _digest_on_device(t.contiguous())
+        if on_device is not None:
+            return on_device
+    flat = t.contiguous().cpu().reshape(-1)
     if flat.numel() == 0:
         return digest_bytes(b"")
     return digest_bytes(flat.view(torch.uint8).numpy().tobytes())
