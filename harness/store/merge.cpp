@@ -1,5 +1,7 @@
 #include "harness/store/merge.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "harness/core/error.h"
 #include "harness/store/manifest.h"
@@ -241,6 +245,37 @@ std::string parent_dir(const std::string& path) {
   return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
 }
 
+// A merge writes OUT.merging-HOST-PID-RANDOM and renames it into place. One killed before it
+// could clean up (SIGKILL, a power cut) leaves that file behind; the next merge into the same OUT
+// removes those of this host whose process is gone (found by an auditor: they were left for
+// good). Another host's, or a live process's, are left alone: on a shared folder they may be a
+// merge in progress.
+std::string merging_infix() {
+  char host[256] = "";
+  if (::gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "unknown");
+  for (char* c = host; *c; ++c)
+    if (*c == '-' || *c == '/') *c = '_';
+  return std::string(".merging-") + host + "-";
+}
+
+void remove_abandoned_merges(const std::string& target) {
+  const std::string dir = parent_dir(target), prefix = target.substr(target.rfind('/') + 1) + merging_infix();
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> abandoned;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // PID-RANDOM[-wal|-shm|-journal|-runlease]
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash) continue;
+    const long pid = std::strtol(rest.substr(0, dash).c_str(), nullptr, 10);
+    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) abandoned.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const auto& path : abandoned) std::remove(path.c_str());
+}
+
 struct Connection {
   sqlite3* db = nullptr;
   ~Connection() { sqlite3_close(db); }
@@ -308,7 +343,8 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
   } else if (!exists(parent_dir(target))) {
     fail_environment(out + ": cannot write the merged store: folder " + parent_dir(target) + " does not exist");
   }
-  const std::string tmp = target + ".merging-" + random_run_id().substr(0, 12);
+  remove_abandoned_merges(target);
+  const std::string tmp = target + merging_infix() + std::to_string(::getpid()) + "-" + random_run_id().substr(0, 12);
   auto cleanup = [&] {
     for (const char* suffix : {"", "-wal", "-shm", "-journal", "-runlease"}) std::remove((tmp + suffix).c_str());
   };

@@ -137,6 +137,22 @@ a, b = norm('$T/m12.json'), norm('$T/m21.json')
 assert len(a[0]) == 2, a[0]
 assert a == b
 "; check "merge order-independent" 0 $?
+# A merge killed before it cleaned up leaves OUT.merging-HOST-PID-RANDOM (and its log); the next
+# merge into that OUT removes this host's whose process is gone, never a live one's or another
+# host's (on a shared folder that may be a merge in progress).
+h=$(hostname | tr -- '-/' '__')
+sleep 30 & live=$!
+dead=$(sh -c 'echo $$')
+for f in "m12.sqlite.merging-$h-$dead-aaaa" "m12.sqlite.merging-$h-$dead-aaaa-wal" "m12.sqlite.merging-$h-$live-bbbb" "m12.sqlite.merging-otherhost-$dead-cccc"; do
+  echo junk > "$T/$f"
+done
+"$D9M" merge -o "$T/m12.sqlite" "$T/a.sqlite" > /dev/null; check "merge beside an abandoned one" 0 $?
+[[ ! -e $T/m12.sqlite.merging-$h-$dead-aaaa && ! -e $T/m12.sqlite.merging-$h-$dead-aaaa-wal ]] ||
+  { echo "FAIL: an abandoned merge's files were left"; failures=$((failures + 1)); }
+[[ -e $T/m12.sqlite.merging-$h-$live-bbbb && -e $T/m12.sqlite.merging-otherhost-$dead-cccc ]] ||
+  { echo "FAIL: a live process's or another host's merge file was removed"; failures=$((failures + 1)); }
+kill "$live" 2> /dev/null; wait "$live" 2> /dev/null
+rm -f "$T"/m12.sqlite.merging-*
 cp "$T/a.sqlite" "$T/conflict.sqlite"
 q "
 import sqlite3; c = sqlite3.connect('$T/conflict.sqlite'); c.execute('UPDATE trials SET elapsed_ns = elapsed_ns + 1 WHERE trial = 0'); c.commit()"
