@@ -260,4 +260,14 @@ std::optional<std::string> network_filesystem_name(std::int64_t f_type) {
   }
 }
 
+bool path_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto p = path.find_last_of('/');
+  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
+}
+
 }  // namespace d9m

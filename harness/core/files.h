@@ -67,4 +67,9 @@ bool is_path_safe_name(std::string_view name);
 // the library versions cache caches nothing found there (a client may cache its attributes).
 std::optional<std::string> network_filesystem_name(std::int64_t f_type);
 
+// Whether anything (a file, a folder, a link's target) is at path.
+bool path_exists(const std::string& path);
+// The folder of a path as written: "." for a bare name, "/" for one at the root.
+std::string parent_dir(const std::string& path);
+
 }  // namespace d9m

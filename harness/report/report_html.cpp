@@ -143,7 +143,7 @@ const char* invariance_class(const std::string& s) {
 }
 
 // cuDNN's "Determinism support" view: per library API, stack and dtype, both properties.
-void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
+void html_api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   if (m.api.rows.empty()) return;
   o << "<h2>By library API, stack and dtype</h2>\n<p>The view of cuDNN's \"Determinism support\" page, from evidence: "
        "repeatability, then batch invariance where a config asked for it.</p>\n<table><thead><tr><th>library</th><th>API</th><th>claim</th>";
@@ -205,7 +205,7 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
 // Each pipeline case of the reported runs: where its trials' trajectories diverged, the source
 // (the first op with bit-equal inputs and a differing output) and the divergence chart by step
 // of trial 0 against the first trial that differs, as `d9m trace diff --format html` draws it.
-void pipelines(std::ostringstream& o, const ReportData& data) {
+void html_pipelines(std::ostringstream& o, const ReportData& data) {
   if (data.pipelines.empty()) return;
   o << "<h2>Pipelines and traced programs</h2>\n<p>A pipeline's trial, or a traced program's, is its whole trajectory (every op output of every step). Where trials diverged: "
        "trial 0 against the first trial that differs, op by op; <code>d9m trace diff</code> prints the table.</p>\n";
@@ -248,9 +248,9 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
       << s.runs << "</td><td>" << xml_escape(format::join(s.hosts, ", ")) << "</td><td>" << xml_escape(s.summary()) << "</td></tr>\n";
   o << "</tbody></table>\n";
   heatmap(o, data, m);
-  api_view(o, data, m);
+  html_api_view(o, data, m);
   cost_chart(o, m);
-  pipelines(o, data);
+  html_pipelines(o, data);
 
   if (!m.stack_differences.empty()) {
     o << "<h2>Stack-to-stack differences</h2>\n<table><thead><tr><th>op</th><th>config</th><th>variant</th><th>stacks</th><th>digests</th></tr></thead><tbody>\n";

@@ -58,7 +58,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
 }
 
 // cuDNN's "Determinism support" view: per library API, stack and dtype, both properties.
-void api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
+void md_api_view(std::ostringstream& o, const ReportData& data, const StatusModel& m) {
   if (m.api.rows.empty()) return;
   o << "\n## By library API, stack and dtype\n\nThe view of cuDNN's \"Determinism support\" page, from evidence: each cell is "
        "repeatability (`D`, `ND k/N`, ...) then batch invariance where a config asked for it.\n\n| library | API | claim |";
@@ -191,7 +191,7 @@ void cases(std::ostringstream& o, const ReportData& data) {
 }
 
 // One line per pipeline case; where it diverged, its source (`d9m trace diff` has the steps).
-void pipelines(std::ostringstream& o, const ReportData& data) {
+void md_pipelines(std::ostringstream& o, const ReportData& data) {
   if (data.pipelines.empty()) return;
   o << "\n## Pipelines and traced programs\n\n";
   for (const auto& p : data.pipelines) {
@@ -220,12 +220,12 @@ std::string render_markdown(const ReportData& data, const StatusModel& model, bo
     o << "| " << s.label << " | `" << s.id.substr(0, 12) << "` | " << s.runs << " | " << md_cell(format::join(s.hosts, ", "))
       << " | " << md_cell(s.summary()) << " |\n";
   status_table(o, data, model);
-  api_view(o, data, model);
+  md_api_view(o, data, model);
   cross_implementation(o, data, model);
   stack_differences(o, data, model);
   batch_invariance(o, data);
   autotuning(o, data);
-  pipelines(o, data);
+  md_pipelines(o, data);
   cases(o, data);
   o << "\n## Verdict\n\n```\n";
   for (const auto& line : model.verdict.lines()) o << "# " << line << "\n";

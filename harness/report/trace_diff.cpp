@@ -16,6 +16,7 @@
 #include "harness/core/catalog.h"
 #include "harness/core/error.h"
 #include "harness/core/escape.h"
+#include "harness/core/files.h"
 #include "harness/core/json_text.h"
 #include "harness/store/manifest.h"
 #include "harness/store/sqlite.h"
@@ -26,11 +27,6 @@ namespace d9m {
 namespace {
 
 using nlohmann::json;
-
-bool path_exists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/store/manifest.h"
 #include "harness/store/run_lease.h"
 #include "harness/store/sqlite.h"
@@ -73,10 +74,6 @@ std::string join(const std::vector<std::string>& v, const std::string& prefix, c
   return out;
 }
 
-bool exists(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0;
-}
 
 // A path as a SQLite URI: the characters URIs give meaning to are percent-encoded.
 std::string file_uri(const std::string& path) {
@@ -240,10 +237,6 @@ std::string real_output(const std::string& out) {
   return target;
 }
 
-std::string parent_dir(const std::string& path) {
-  const auto p = path.find_last_of('/');
-  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
-}
 
 // A merge writes OUT.merging-HOST-PID-RANDOM and renames it into place. One killed before it
 // could clean up (SIGKILL, a power cut) leaves that file behind; the next merge into the same OUT
@@ -325,14 +318,14 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
       fail_usage(out + ": names a side file of the store " + out.substr(0, out.size() - std::strlen(side)) +
                  " (SQLite's and d9m's own), which its next writer may remove; name the merged store otherwise");
   if (struct stat st {}; ::lstat(out.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode) && !exists(out))
+    if (S_ISLNK(st.st_mode) && !path_exists(out))
       fail_environment(out + ": a symbolic link to a file or folder that does not exist; nothing was written");
     if (struct stat to {}; ::stat(out.c_str(), &to) == 0 && S_ISDIR(to.st_mode))
       fail_environment(out + ": is a folder, not a store; nothing was written");
   }
   for (const auto& in : inputs) verified(in);
   const std::string target = real_output(out);
-  const bool out_existed = exists(target);
+  const bool out_existed = path_exists(target);
   std::optional<std::string> out_evidence;
   if (out_existed) {
     out_evidence = verified(target);
@@ -340,7 +333,7 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
     // replaced file and its rows would be lost.
     const Store s = Store::open(target, Store::Mode::read_only);
     refuse_live_runs(s.db(), target, out);
-  } else if (!exists(parent_dir(target))) {
+  } else if (!path_exists(parent_dir(target))) {
     fail_environment(out + ": cannot write the merged store: folder " + parent_dir(target) + " does not exist");
   }
   remove_abandoned_merges(target);

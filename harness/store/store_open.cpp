@@ -22,22 +22,13 @@
 #include "harness/core/digest.h"
 #include "harness/core/embedded.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/store/manifest.h"
 #include "harness/store/sqlite.h"
 
 namespace d9m {
 
 namespace {
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string parent_dir(const std::string& path) {
-  const auto p = path.find_last_of('/');
-  return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));
-}
 
 // Reads what makes a file a d9m store. A file that is not SQLite fails right here (SQLite reads
 // the header lazily), still without anything written.
@@ -263,15 +254,15 @@ void create_store(const std::string& path) {
 }  // namespace
 
 Store Store::open(const std::string& path, Mode mode) {
-  if (auto fs = network_filesystem(exists(path) ? path : parent_dir(path)))
+  if (auto fs = network_filesystem(path_exists(path) ? path : parent_dir(path)))
     fail_environment(path + ": the store is on a network file system (" + *fs +
                      "); SQLite's WAL mode, which d9m stores use, is not safe there (readers and writers on "
                      "different hosts corrupt it). Keep the store on a local disk and copy it, or merge stores "
                      "with `d9m merge`, to share it");
-  if (!exists(path)) {
+  if (!path_exists(path)) {
     if (mode == Mode::read_only) fail_environment(path + ": no such store");
     const std::string dir = parent_dir(path);
-    if (!exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
+    if (!path_exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
     if (::access(dir.c_str(), W_OK) != 0)
       fail_environment(path + ": cannot create the store: folder " + dir + " is not writable (" + std::strerror(errno) + ")");
     create_store(path);
