@@ -74,7 +74,6 @@ std::string join(const std::vector<std::string>& v, const std::string& prefix, c
   return out;
 }
 
-
 // A path as a SQLite URI: the characters URIs give meaning to are percent-encoded.
 std::string file_uri(const std::string& path) {
   std::string out = "file:";
@@ -236,7 +235,6 @@ std::string real_output(const std::string& out) {
   std::free(real);
   return target;
 }
-
 
 // A merge writes OUT.merging-HOST-PID-RANDOM and renames it into place. One killed before it
 // could clean up (SIGKILL, a power cut) leaves that file behind; the next merge into the same OUT
