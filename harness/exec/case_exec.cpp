@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 
+#include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/core/inputs.h"
 #include "harness/exec/saved_outputs.h"
@@ -26,6 +28,14 @@ std::optional<std::string> memory_refusal(const Executor& ex, const VariantDef& 
                     " for the harness's copies of the data";
   if (working) why += ", " + memory_text(work) + " of working memory: " + working->what;
   return why + "); " + memory_text(*free) + " is free";
+}
+
+void check_digest_of_first_output(const HostTensor& output, const std::string& reported) {
+  const std::string host = digest_v1(output.data(), output.desc().bytes()).hex();
+  if (host == reported) return;
+  throw std::runtime_error("trial 0's digest as the executor computed it (" + reported +
+                           ") is not d9m-digest-v1 of the same output copied to the host (" + host +
+                           "): the device digest is wrong on this stack, and no status can rest on it");
 }
 
 CaseHost::CaseHost(unsigned threads, double timeout_s) {
@@ -120,6 +130,8 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     r.claim = out.claim;
     r.trials = std::move(out.trials);
     const bool complete = out.first_output && static_cast<std::int64_t>(r.trials.size()) == req.trials;
+    if (out.first_output && !r.trials.empty() && ex.digests_off_host())
+      check_digest_of_first_output(*out.first_output, r.trials.front().digest);
     if (req.save_outputs && complete) save_output(*req.save_outputs, cc, v, out.first_output->data());
     if (cc.batch && complete) r.invariance = batch_invariance(ex, v, *cc.batch, prep.inputs, *out.first_output);
     if (complete && v.role == Role::reference) {

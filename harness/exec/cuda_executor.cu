@@ -73,6 +73,7 @@ class CudaExecutor final : public Executor {
 
   std::string memory_name() const override { return "device memory"; }
   bool on_device() const override { return true; }
+  bool digests_off_host() const override { return true; }
 
   // Free device memory, counting what the stream-ordered pool keeps reserved but unused (freed
   // buffers stay there between trials, see unavailable()).

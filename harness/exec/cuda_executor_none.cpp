@@ -20,6 +20,7 @@ class NoCudaExecutor final : public Executor {
   }
   std::string memory_name() const override { return "device memory"; }
   bool on_device() const override { return true; }
+  bool digests_off_host() const override { return true; }
   std::optional<std::uint64_t> memory_free() const override { return std::nullopt; }
   std::uint64_t memory_held(const Problem&) const override { return 0; }
 };

@@ -73,6 +73,10 @@ class Executor {
   // Whether cases run off the host CPU (a GPU), where libraries may use TF32 unasked and math
   // functions round otherwise than the host's (accepted_difference in kernels/registry.h).
   virtual bool on_device() const = 0;
+  // Whether trial digests are computed by other code than the host's digest_v1 (the GPU digest of
+  // harness/core/gpu_digest.cu): the runner then checks trial 0's against the host digest of the
+  // same output (check_digest_of_first_output), so a wrong device digest cannot become evidence.
+  virtual bool digests_off_host() const { return false; }
   virtual std::optional<std::uint64_t> memory_free() const = 0;
   virtual std::uint64_t memory_held(const Problem& p) const = 0;
 };
@@ -91,6 +95,10 @@ std::unique_ptr<Executor> make_cpu_executor(unsigned threads);
 std::unique_ptr<Executor> make_cuda_executor();
 // PyTorch's kernels, in a Python worker started on the first case (harness/exec/torch_executor.h).
 std::unique_ptr<Executor> make_torch_executor(unsigned threads, double timeout_s = 0);  // torch_executor.h
+
+// Throws std::runtime_error, naming both digests, when `reported` (trial 0's digest as an executor
+// computed it off the host) is not d9m-digest-v1 of `output`, trial 0's output brought to the host.
+void check_digest_of_first_output(const HostTensor& output, const std::string& reported);
 
 // Element-wise comparison of two outputs of one dtype (bitwise; ULP distance on float32).
 DiffStats diff_outputs(DType dtype, const void* first, const void* other, std::int64_t elements);

@@ -2,7 +2,7 @@
 // allowance, NaN- and infinity-aware; its stored JSON; the worst of several runs; the reference
 // computed by the serial variant or by an ordered one claiming its bits, never by the variant
 // checked; the evidence under the hash chain; and the verdict failing on repeatable wrong values,
-// which are never offered as the fix.
+// which are never offered as the fix. And trial 0's device digest, checked against the host's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/core/catalog.h"
+#include "harness/core/digest.h"
 #include "harness/core/inputs.h"
 #include "harness/core/value_check.h"
 #include "harness/exec/case_exec.h"
@@ -668,6 +669,37 @@ TEST(ValueCheckVerdict, WrongValuesAreARegressionAndNeverPinned) {
   const auto pinned = pin_baseline(b);
   ASSERT_EQ(pinned.at("stacks").at(0).at("cases").size(), 1u);
   EXPECT_EQ(pinned.at("stacks").at(0).at("cases").at(0).at("variant"), "cpu.other");
+}
+
+// The CUDA executor digests every trial on the device; the runner checks trial 0's digest against
+// the host's digest of the same output (brought back for the value check), so a device digest that
+// is wrong on some stack makes the case an ERROR instead of evidence. The check itself, here on
+// the host: a single flipped bit in the reported digest, or in the output, is caught.
+TEST(DigestOfFirstOutput, AReportedDigestIsCheckedAgainstTheHostDigestOfTheOutput) {
+  HostTensor out(TensorDesc{"out", DType::f32, {3, 1000}});
+  auto* v = out.as<float>();
+  for (int i = 0; i < 3000; ++i) v[i] = static_cast<float>(i) * 0.25f - 7.0f;
+  const std::string right = digest_v1(out.data(), out.desc().bytes()).hex();
+  EXPECT_NO_THROW(check_digest_of_first_output(out, right));
+  std::string wrong = right;
+  wrong[31] = wrong[31] == '0' ? '1' : '0';
+  try {
+    check_digest_of_first_output(out, wrong);
+    ADD_FAILURE() << "a wrong digest passed";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(wrong), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(right), std::string::npos) << e.what();
+  }
+  reinterpret_cast<unsigned char*>(out.data())[4321] ^= 0x10;
+  EXPECT_THROW(check_digest_of_first_output(out, right), std::runtime_error);
+}
+
+// Which executors' digests are checked: the CUDA executor's (device digests, in builds with and
+// without CUDA alike); the CPU's and PyTorch's worker's outputs are digested by digest_v1 itself.
+TEST(DigestOfFirstOutput, OnlyTheCudaExecutorDigestsOffTheHost) {
+  EXPECT_TRUE(make_cuda_executor()->digests_off_host());
+  EXPECT_FALSE(make_cpu_executor(1)->digests_off_host());
+  EXPECT_FALSE(make_torch_executor(1)->digests_off_host());
 }
 
 }  // namespace
