@@ -28,8 +28,11 @@ d9m_install_deps() {
 # Header-only NVIDIA libraries newer than the toolkit's, from pinned PyPI wheels: CCCL 3.3 (CUB's
 # determinism levels; the CUDA 13.0 toolkit ships CCCL 3.0) and the C++ cuDNN frontend (graph
 # API: SDPA, engines and their numerical notes). Only their headers are used. They are unpacked
-# once into D9M_WHEEL_DIR (default ~/.cache/d9m/wheels) and passed to CMake by d9m_build.
-D9M_WHEELS=(nvidia-cuda-cccl==13.3.3.4.1 nvidia-cudnn-frontend==1.32.0)
+# once into D9M_WHEEL_DIR (default ~/.cache/d9m/wheels) and passed to CMake by d9m_build. And
+# cuobjdump with the nvdisasm it calls, which this toolkit's install lacks, for the test that reads
+# what the kernels' atomics compile to (bench/sass_atomics.sh).
+D9M_WHEELS=(nvidia-cuda-cccl==13.3.3.4.1 nvidia-cudnn-frontend==1.32.0 nvidia-cuda-cuobjdump==13.5.37
+            nvidia-cuda-nvdisasm==13.5.37)
 D9M_WHEEL_DIR=${D9M_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/d9m/wheels}
 
 d9m_fetch_wheels() {
@@ -54,6 +57,9 @@ d9m_fetch_wheels() {
   done
   export D9M_CCCL_INCLUDE=$D9M_WHEEL_DIR/nvidia-cuda-cccl-13.3.3.4.1/nvidia/cu13/include/cccl
   export D9M_CUDNN_FRONTEND_INCLUDE=$D9M_WHEEL_DIR/nvidia-cudnn-frontend-1.32.0/include
+  export D9M_CUOBJDUMP=$D9M_WHEEL_DIR/nvidia-cuda-cuobjdump-13.5.37/nvidia/cu13/bin/cuobjdump
+  export D9M_NVDISASM_PATH=$D9M_WHEEL_DIR/nvidia-cuda-nvdisasm-13.5.37/nvidia/cu13/bin
+  chmod +x "$D9M_CUOBJDUMP" "$D9M_NVDISASM_PATH/nvdisasm"  # zipfile keeps no file modes
 }
 
 # Configures and builds into $1 with the given extra CMake arguments. CUDA is built when nvcc
@@ -70,7 +76,8 @@ d9m_build() {
   local wheels=()
   if [[ ${D9M_CUDA:-AUTO} != OFF ]] && command -v "${CUDACXX:-nvcc}" > /dev/null; then
     d9m_fetch_wheels || return 1
-    wheels=(-DD9M_CCCL_INCLUDE="$D9M_CCCL_INCLUDE" -DD9M_CUDNN_FRONTEND_INCLUDE="$D9M_CUDNN_FRONTEND_INCLUDE")
+    wheels=(-DD9M_CCCL_INCLUDE="$D9M_CCCL_INCLUDE" -DD9M_CUDNN_FRONTEND_INCLUDE="$D9M_CUDNN_FRONTEND_INCLUDE"
+            -DD9M_CUOBJDUMP="$D9M_CUOBJDUMP" -DD9M_NVDISASM_PATH="$D9M_NVDISASM_PATH")
   fi
   cmake -S . -B "$dir" -G Ninja -DD9M_CUDA="${D9M_CUDA:-AUTO}" \
     -DCMAKE_CUDA_ARCHITECTURES="${D9M_CUDA_ARCHITECTURES:-90}" "${launcher[@]}" "${wheels[@]}" "$@"
