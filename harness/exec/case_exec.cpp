@@ -102,6 +102,7 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
   }
   Prepared& prep = it->second;
   if (on_inputs) on_inputs(prep.input_digest);
+  if (req.save_outputs) remove_saved_output(*req.save_outputs, cc, v);  // written again only if it completes
 
   CaseExecution r;
   r.input_digest = prep.input_digest;

@@ -1,7 +1,10 @@
 #include "harness/exec/saved_outputs.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "harness/core/error.h"
@@ -89,6 +92,13 @@ void save_inputs(const std::string& root, const CatalogConfig& cc, const std::ve
 void save_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v, const void* data) {
   check_no_links_within(root, config_relative(cc));
   write_npy(output_file(root, cc, v), cc.problem.output, data);
+}
+
+void remove_saved_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v) {
+  check_no_links_within(root, config_relative(cc));
+  const std::string path = output_file(root, cc, v);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    fail_environment(path + ": cannot remove the output an earlier run saved there: " + std::strerror(errno));
 }
 
 }  // namespace d9m
