@@ -102,7 +102,6 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
   }
   Prepared& prep = it->second;
   if (on_inputs) on_inputs(prep.input_digest);
-  if (req.save_outputs) remove_saved_output(*req.save_outputs, cc, v);  // written again only if it completes
 
   CaseExecution r;
   r.input_digest = prep.input_digest;
@@ -124,6 +123,9 @@ CaseExecution CaseHost::run(const CaseRequest& req, const InputsCallback& on_inp
     r.detail = *too_big;
     return r;
   }
+  // An output saved by an earlier run of this case goes now, and is written again only if every
+  // trial runs. (A case not attempted here, SKIPPED or refused above, leaves it as it was.)
+  if (req.save_outputs) remove_saved_output(*req.save_outputs, cc, v);
   try {
     // The first output is kept for the value check (and --save-outputs, and batch invariance).
     CaseOutcome out = ex.run(v, cc.problem, prep.inputs, req.trials, true, after_trial);

@@ -29,9 +29,9 @@ void save_inputs(const std::string& root, const CatalogConfig& cc, const std::ve
 void save_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v, const void* data);
 
 // Removes the variant's output file of an earlier run of the same config, if there is one: called
-// before the case runs, so that a case that ends without an output (ERROR, UNSUPPORTED, a crash)
-// leaves none behind that this run's config.json and store would seem to vouch for. Throws
-// Error(environment) where the file is there and cannot be removed.
+// before the case's trials start, so that a case that then ends without an output (ERROR, a
+// crash, prepare() refusing) leaves none behind that this run's config.json and store would seem
+// to vouch for. Throws Error(environment) where the file is there and cannot be removed.
 void remove_saved_output(const std::string& root, const CatalogConfig& cc, const VariantDef& v);
 
 }  // namespace d9m

@@ -107,15 +107,18 @@ grep -q "interrupted" "$T/v" || { cat "$T/v"; fail "the aborted run does not rea
 # completed are saved. The earlier outputs are planted by copying cpu.serial's.
 "$FAULTY" run --catalog "$T/cat.json" --op bias_add_grad --config first --variant cpu.serial -n 2 \
   --db "$T/o.sqlite" --save-outputs "$T/out" -q > /dev/null 2> "$T/err" || { cat "$T/err"; fail "the run that saves outputs"; }
-for v in test.throw test.segfault test.hang; do cp "$T/out/bias_add_grad/first/cpu.serial.npy" "$T/out/bias_add_grad/first/$v.npy"; done
+for v in test.throw test.segfault test.hang cuda.ordered; do cp "$T/out/bias_add_grad/first/cpu.serial.npy" "$T/out/bias_add_grad/first/$v.npy"; done
 "$FAULTY" run --catalog "$T/cat.json" --op bias_add_grad --config first --variant cpu.ordered --variant test.throw \
-  --variant test.segfault --variant test.hang -n 4 --timeout 2 --db "$T/o.sqlite" --save-outputs "$T/out" -q > /dev/null 2> "$T/err"
+  --variant test.segfault --variant test.hang --variant cuda.ordered -n 4 --timeout 2 --db "$T/o.sqlite" \
+  --save-outputs "$T/out" -q > /dev/null 2> "$T/err"
 (($? == 1)) || { cat "$T/err"; fail "the run with failing variants and --save-outputs: expected exit 1"; }
 for v in test.throw test.segfault test.hang; do
   [[ ! -e "$T/out/bias_add_grad/first/$v.npy" ]] || fail "$v ended in ERROR, yet its output of the earlier run is still saved"
 done
 [[ -f "$T/out/bias_add_grad/first/cpu.ordered.npy" && -f "$T/out/bias_add_grad/first/cpu.serial.npy" ]] ||
   fail "the outputs of the cases that completed are not saved"
+# cuda.ordered: SKIPPED without a GPU, so its earlier file stays; with one, it ran and wrote it again.
+[[ -f "$T/out/bias_add_grad/first/cuda.ordered.npy" ]] || fail "a case this run did not attempt (or that completed) lost its saved output"
 
 # A worker that dies after a PyTorch case (its TorchExecutor made a folder for the tensors it hands
 # PyTorch, which it removes when it ends) leaves nothing in the temp folder: whoever reaps it
