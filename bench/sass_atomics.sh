@@ -12,6 +12,7 @@
 # of nvidia-cuda-nvdisasm's bin/nvdisasm, which it calls (ci/deps.sh fetches both).
 set -euo pipefail
 build=${1:?usage: bench/sass_atomics.sh BUILD_DIR [KERNEL_REGEX [OBJECT_GLOB]]}
+[ "$build" = / ] || build=${build%/}
 filter=${2:-.}
 object_glob=${3:-*}
 cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
@@ -20,19 +21,26 @@ if [ -z "$cuobjdump" ]; then
   echo "sass_atomics.sh: no cuobjdump: set CUOBJDUMP (the CUDA toolkit's, or bin/cuobjdump of PyPI's nvidia-cuda-cuobjdump wheel)" >&2
   exit 2
 fi
-objects=$(find "$build" -name '*.cu.o' -path '*kernels*' -path "$object_glob" | sort)
-if [ -z "$objects" ]; then
-  echo "sass_atomics.sh: no CUDA objects of kernels/ under $build (a build with CUDA?)" >&2
+command -v c++filt > /dev/null || { echo "sass_atomics.sh: no c++filt (binutils)" >&2; exit 2; }
+# Objects of kernels/ under the build, matched below the build folder (whose own path may hold
+# any word), NUL-separated: a path may hold spaces.
+objects=()
+while IFS= read -r -d '' obj; do objects+=("$obj"); done < <(find -H "$build" -name '*.cu.o' -path "$build/*kernels*" -path "$build/$object_glob" -print0 | sort -z)
+if ((${#objects[@]} == 0)); then
+  echo "sass_atomics.sh: no CUDA objects of kernels/ under $build matching $object_glob (a build with CUDA?)" >&2
   exit 2
 fi
-# A cuobjdump that cannot disassemble (no nvdisasm) says so on the first object, not as an empty list.
-first=${objects%%$'\n'*}
-if ! why=$("$cuobjdump" -sass "$first" 2>&1 > /dev/null); then
-  echo "sass_atomics.sh: $cuobjdump -sass $first failed: $why" >&2
-  exit 2
-fi
-for obj in $objects; do
-  "$cuobjdump" -sass "$obj" | awk -v obj="${obj#"$build"/}" '
+listing=$(mktemp)
+trap 'rm -f "$listing"' EXIT
+for obj in "${objects[@]}"; do
+  # Disassembled to a file first, so that a cuobjdump that fails (no nvdisasm, a bad object) stops
+  # the listing with its own message rather than leaving it silently short.
+  if ! "$cuobjdump" -sass "$obj" > "$listing.sass" 2> "$listing.err"; then
+    echo "sass_atomics.sh: $cuobjdump -sass $obj failed: $(cat "$listing.err")" >&2
+    rm -f "$listing.sass" "$listing.err"
+    exit 2
+  fi
+  awk -v obj="${obj#"$build"/}" '
     /Function :/ { fn = $3 }
     match($0, /(ATOMS|ATOMG|ATOM|REDG|RED)\.[A-Z0-9._]+/) {
       ins = substr($0, RSTART, RLENGTH)
@@ -41,5 +49,8 @@ for obj in $objects; do
         seen[key] = 1
         print obj "\t" fn "\t" ins "\t" (ins ~ /CAS/ ? "CAS loop" : "")
       }
-    }'
-done | c++filt | grep -E -- "$filter" || true
+    }' "$listing.sass" >> "$listing"
+done
+rm -f "$listing.sass" "$listing.err"
+# grep's status 1 is "no line matched": an empty listing, not an error.
+c++filt < "$listing" | { grep -E -- "$filter" || [ $? -eq 1 ]; }

@@ -28,38 +28,49 @@ d9m_install_deps() {
 # Header-only NVIDIA libraries newer than the toolkit's, from pinned PyPI wheels: CCCL 3.3 (CUB's
 # determinism levels; the CUDA 13.0 toolkit ships CCCL 3.0) and the C++ cuDNN frontend (graph
 # API: SDPA, engines and their numerical notes). Only their headers are used. They are unpacked
-# once into D9M_WHEEL_DIR (default ~/.cache/d9m/wheels) and passed to CMake by d9m_build. And
-# cuobjdump with the nvdisasm it calls, which this toolkit's install lacks, for the test that reads
-# what the kernels' atomics compile to (bench/sass_atomics.sh).
-D9M_WHEELS=(nvidia-cuda-cccl==13.3.3.4.1 nvidia-cudnn-frontend==1.32.0 nvidia-cuda-cuobjdump==13.5.37
-            nvidia-cuda-nvdisasm==13.5.37)
+# once into D9M_WHEEL_DIR (default ~/.cache/d9m/wheels) and passed to CMake by d9m_build.
+D9M_WHEELS=(nvidia-cuda-cccl==13.3.3.4.1 nvidia-cudnn-frontend==1.32.0)
+# And, the same way but optional (a build goes on without them, and the one test that uses them
+# skips): cuobjdump and the nvdisasm it calls, which this toolkit's install lacks, for the test
+# that reads what the kernels' atomics compile to (bench/sass_atomics.sh).
+D9M_TOOL_WHEELS=(nvidia-cuda-cuobjdump==13.5.37 nvidia-cuda-nvdisasm==13.5.37)
 D9M_WHEEL_DIR=${D9M_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/d9m/wheels}
 
-d9m_fetch_wheels() {
-  local spec dir tmp
-  for spec in "${D9M_WHEELS[@]}"; do
-    dir=$D9M_WHEEL_DIR/${spec/==/-}
-    [[ -f $dir/.complete ]] && continue
-    echo "d9m: fetching $spec" >&2
-    tmp=$(mktemp -d) || return 1
-    # The frontend's wheel also carries Python bindings, so its file names a CPython version
-    # and platform; the headers are the same in each, so ask for one explicitly.
-    if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
-        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$tmp" "$spec" >&2; then
-      echo "d9m: could not download $spec from PyPI (pip download failed)" >&2
-      rm -rf "$tmp"
-      return 1
-    fi
-    rm -rf "$dir.partial" && mkdir -p "$dir.partial" &&
-      python3 -m zipfile -e "$tmp"/*.whl "$dir.partial" && touch "$dir.partial/.complete" &&
-      rm -rf "$dir" && mv "$dir.partial" "$dir" || { rm -rf "$tmp"; return 1; }
+# Unpacks one pinned wheel into D9M_WHEEL_DIR/<name>-<version>, once: a folder that is there
+# complete is used as it is (nothing written into it again).
+d9m_fetch_wheel() {
+  local spec=$1 dir tmp
+  dir=$D9M_WHEEL_DIR/${spec/==/-}
+  [[ -f $dir/.complete ]] && return 0
+  echo "d9m: fetching $spec" >&2
+  tmp=$(mktemp -d) || return 1
+  # The frontend's wheel also carries Python bindings, so its file names a CPython version
+  # and platform; the headers are the same in each, so ask for one explicitly.
+  if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$tmp" "$spec" >&2; then
+    echo "d9m: could not download $spec from PyPI (pip download failed)" >&2
     rm -rf "$tmp"
-  done
+    return 1
+  fi
+  # zipfile keeps no file modes: the tools' bin/ is made executable before the folder is complete.
+  rm -rf "$dir.partial" && mkdir -p "$dir.partial" &&
+    python3 -m zipfile -e "$tmp"/*.whl "$dir.partial" &&
+    { [[ ! -d $dir.partial/nvidia/cu13/bin ]] || chmod +x "$dir.partial"/nvidia/cu13/bin/*; } &&
+    touch "$dir.partial/.complete" && rm -rf "$dir" && mv "$dir.partial" "$dir" || { rm -rf "$tmp"; return 1; }
+  rm -rf "$tmp"
+}
+
+d9m_fetch_wheels() {
+  local spec
+  for spec in "${D9M_WHEELS[@]}"; do d9m_fetch_wheel "$spec" || return 1; done
   export D9M_CCCL_INCLUDE=$D9M_WHEEL_DIR/nvidia-cuda-cccl-13.3.3.4.1/nvidia/cu13/include/cccl
   export D9M_CUDNN_FRONTEND_INCLUDE=$D9M_WHEEL_DIR/nvidia-cudnn-frontend-1.32.0/include
+  D9M_CUOBJDUMP='' D9M_NVDISASM_PATH=''
+  for spec in "${D9M_TOOL_WHEELS[@]}"; do
+    d9m_fetch_wheel "$spec" || { echo "d9m: going on without $spec (only kernels.sass_atomics needs it; it skips)" >&2; return 0; }
+  done
   export D9M_CUOBJDUMP=$D9M_WHEEL_DIR/nvidia-cuda-cuobjdump-13.5.37/nvidia/cu13/bin/cuobjdump
   export D9M_NVDISASM_PATH=$D9M_WHEEL_DIR/nvidia-cuda-nvdisasm-13.5.37/nvidia/cu13/bin
-  chmod +x "$D9M_CUOBJDUMP" "$D9M_NVDISASM_PATH/nvdisasm"  # zipfile keeps no file modes
 }
 
 # Configures and builds into $1 with the given extra CMake arguments. CUDA is built when nvcc

@@ -4,7 +4,7 @@
 // The reference sums rows (n,h,w) in increasing flat order, starting from +0.
 // At every float dtype: sums and adds are in the dtype, one rounding per add (kernels/common/half.h
 // add(): a 16-bit add through f32 rounds once, as __hadd does), as atomicAdd on __half adds.
-// One variant departs from that on purpose: cuda.shared_atomic is TensorFlow's own GPU kernel,
+// One variant departs from that on purpose: cuda.shared_atomic is TensorFlow's custom GPU kernel,
 // which sums per block in f32 at 16 bits (bias_add_cuda.cu says how). The value check holds it to
 // the op's rule like every variant; it claims no other variant's bits.
 #pragma once

@@ -66,28 +66,28 @@ void grad_ordered(const KernelArgs& a) {
   });
 }
 
-// TensorFlow's own kernel for this op, BiasGradNHWC_SharedAtomics (tensorflow/core/kernels/
-// bias_op_gpu.cu.cc), which TF runs for NHWC whenever C accumulators fit in half a block's shared
-// memory (every catalogued config), rather than the element-by-element atomics of cuda.atomic. A
-// grid of 1024-thread blocks, as many as the GPU holds at once (TF's GetGpuLaunchConfig), strides
-// over the elements; each block adds its elements into C accumulators in shared memory with
-// shared-memory atomics, then adds each accumulator, rounded once to T, into the output with one
-// global atomicAdd in T. Both stages race. The accumulators are Acc<T>: f32 at f16 (TF's
-// AccumulatorType) and, d9m's choice where TF's file names only half, at bf16 too. Why it matters
-// at model shapes: at 16 bits a global atomicAdd is a compare-and-swap loop on sm_90 (the SASS of
-// accumulate_cuda.cuh's atomic_add), which cuda.atomic pays once per element and this kernel once
-// per block and channel.
-template <class T>
-__global__ void grad_shared_atomic_kernel(std::int64_t n, std::int64_t c, const T* dy, T* out) {
-  extern __shared__ unsigned char shared_bytes[];
+// TensorFlow's custom GPU kernel for this op, BiasGradNHWC_SharedAtomics (tensorflow/core/kernels/
+// bias_op_gpu.cu.cc): for NHWC where C accumulators fit in half a block's shared memory (every
+// catalogued config), it is one of the two forms TF's BiasAddGrad times and picks between, the
+// other a CUB column reduction (deterministic, and the one TF takes when op determinism is asked
+// for). A grid of 1024-thread blocks, one per SM at most (TF's GetGpuLaunchConfig), strides over
+// the elements with 32-bit indices; each block adds its elements into C accumulators in shared
+// memory with shared-memory atomics, then adds each accumulator, rounded once to T, into the
+// output with one global atomicAdd in T. Both stages race. The accumulators are Acc<T>, f32 at
+// f16 and bf16 (TF's AccumulatorType). Why it matters at model shapes: at 16 bits a global
+// atomicAdd is a compare-and-swap loop on sm_90 (the SASS of accumulate_cuda.cuh's atomic_add),
+// which cuda.atomic pays once per element and this kernel once per block and channel.
+template <class T, class Index>
+__global__ void grad_shared_atomic_kernel(Index n, Index c, const T* dy, T* out) {
+  extern __shared__ __align__(8) unsigned char shared_bytes[];
   auto* acc = reinterpret_cast<Acc<T>*>(shared_bytes);
-  for (std::int64_t k = threadIdx.x; k < c; k += blockDim.x) acc[k] = Acc<T>(0);
+  for (Index k = threadIdx.x; k < c; k += blockDim.x) acc[k] = Acc<T>(0);
   __syncthreads();
-  const auto stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
+  const Index stride = static_cast<Index>(blockDim.x) * static_cast<Index>(gridDim.x);
+  for (Index i = static_cast<Index>(blockIdx.x) * static_cast<Index>(blockDim.x) + static_cast<Index>(threadIdx.x); i < n; i += stride)
     atomicAdd(acc + i % c, widen(dy[i]));
   __syncthreads();
-  for (std::int64_t k = threadIdx.x; k < c; k += blockDim.x) accumulate::cuda::atomic_add(out + k, narrow<T>(acc[k]));
+  for (Index k = threadIdx.x; k < c; k += blockDim.x) accumulate::cuda::atomic_add(out + k, narrow<T>(acc[k]));
 }
 
 constexpr unsigned kSharedAtomicThreads = 1024;
@@ -97,9 +97,9 @@ struct SharedAtomicLaunch {
   std::size_t shared_bytes = 0;
 };
 
-// TF's launch: min(ceil(elements / 1024), SMs x threads per SM / 1024) blocks; and its condition
-// for this kernel, C accumulators within half the shared memory of a block (TF takes its naive
-// per-element kernel beyond, which cuda.atomic stands for).
+// TF's launch: min(ceil(min(elements, SMs x threads per SM) / 1024), SMs) blocks; and its
+// condition for this kernel, C accumulators within half the shared memory of a block (TF takes its
+// naive per-element kernel beyond, which cuda.atomic stands for).
 Prepared prepare_shared_atomic(const Problem& p) {
   const auto& g = p.geom<Geometry>();
   const std::size_t acc_bytes = p.output.dtype == DType::f64 ? 8 : 4;
@@ -114,9 +114,9 @@ Prepared prepare_shared_atomic(const Problem& p) {
     throw Unsupported(std::to_string(g.channels) + " channel accumulators take " + std::to_string(launch->shared_bytes) +
                       " bytes of shared memory, more than half of a block's " + std::to_string(shared_per_block) +
                       ": TensorFlow runs its per-element kernel there (cuda.atomic)");
-  const std::int64_t elements = g.rows * g.channels;
-  const std::int64_t resident = std::max<std::int64_t>(1, std::int64_t{sms} * threads_per_sm / kSharedAtomicThreads);
-  launch->blocks = static_cast<unsigned>(std::clamp<std::int64_t>((elements + kSharedAtomicThreads - 1) / kSharedAtomicThreads, 1, resident));
+  const std::int64_t physical = std::min(g.rows * g.channels, std::int64_t{sms} * threads_per_sm);
+  launch->blocks = static_cast<unsigned>(
+      std::clamp<std::int64_t>((physical + kSharedAtomicThreads - 1) / kSharedAtomicThreads, 1, std::max(sms, 1)));
   return Prepared{launch, std::nullopt};
 }
 
@@ -125,9 +125,16 @@ void grad_shared_atomic(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();
   const auto& launch = *static_cast<const SharedAtomicLaunch*>(a.state);
   cuda::zero_output(a);
-  if (g.rows * g.channels == 0) return;
-  grad_shared_atomic_kernel<T><<<launch.blocks, kSharedAtomicThreads, launch.shared_bytes, cuda::stream_of(a)>>>(
-      g.rows * g.channels, g.channels, a.in<T>(0), a.out<T>());
+  const std::int64_t n = g.rows * g.channels;
+  if (n == 0) return;
+  const auto s = cuda::stream_of(a);
+  // TF indexes with int32 (its op refuses larger tensors); d9m takes 64 bits only where it must.
+  if (n < (std::int64_t{1} << 31))
+    grad_shared_atomic_kernel<T, std::int32_t><<<launch.blocks, kSharedAtomicThreads, launch.shared_bytes, s>>>(
+        static_cast<std::int32_t>(n), static_cast<std::int32_t>(g.channels), a.in<T>(0), a.out<T>());
+  else
+    grad_shared_atomic_kernel<T, std::int64_t><<<launch.blocks, kSharedAtomicThreads, launch.shared_bytes, s>>>(
+        n, g.channels, a.in<T>(0), a.out<T>());
   D9M_CUDA_CHECK_LAUNCH();
 }
 
@@ -143,7 +150,7 @@ D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cuda.atomic", .backend =
                        .claim = op::nondeterministic("float atomicAdd of every row into the channel sums, in hardware order"),
                        .run = typed([](const KernelArgs& a, auto tag) { grad_atomic<decltype(tag)>(a); })}});
 D9M_REGISTER_VARIANTS({{.op = "bias_add_grad", .name = "cuda.shared_atomic", .backend = Backend::cuda, .role = Role::atomic,
-                       .claim = op::nondeterministic("TensorFlow's BiasGradNHWC_SharedAtomics: per-block channel sums by "
+                       .claim = op::nondeterministic("TensorFlow's custom kernel, BiasGradNHWC_SharedAtomics: per-block channel sums by "
                                                      "shared-memory atomicAdd, then one global atomicAdd per block and channel, "
                                                      "both in hardware order"),
                        .run = typed([](const KernelArgs& a, auto tag) { grad_shared_atomic<decltype(tag)>(a); }),

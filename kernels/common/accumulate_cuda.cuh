@@ -36,7 +36,8 @@ namespace d9m::accumulate::cuda {
 // double (REDG.E.ADD.F32 / .F64 on sm_90); for __half and __nv_bfloat16, CUDA's atomicAdd, which
 // ptxas turns into a 32-bit compare-and-swap loop on sm_90 (ATOM.E.CAS: only the packed x2 forms
 // are hardware adds), as TensorFlow's GpuAtomicAdd on half is. Under heavy contention such a loop
-// is orders of magnitude slower than the f32 add (bench/sass_atomics.sh shows the code).
+// likely costs orders of magnitude more than the f32 add (bench/sass_atomics.sh shows the code;
+// docs/PERFORMANCE.md what the H200 measured).
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(std::int32_t* p, std::int32_t v) { atomicAdd(reinterpret_cast<int*>(p), static_cast<int>(v)); }

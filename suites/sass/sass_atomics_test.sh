@@ -35,8 +35,8 @@ expect 'atomic_kernel<double, d9m::bias_add::GradRows<double>' '^REDG\.E\.ADD\.F
 for t in BFloat16 Half; do
   expect "atomic_kernel<d9m::$t, d9m::bias_add::GradRows<d9m::$t>" '^ATOM\.E\.CAS.*CAS loop$' "$t atomicAdd is a CAS loop"
   refuse "atomic_kernel<d9m::$t, d9m::bias_add::GradRows<d9m::$t>" '^(RED|ATOM)[A-Z]*\.E\.ADD' "$t atomicAdd is no hardware add"
-  expect "grad_shared_atomic_kernel<d9m::$t>" '^ATOMS\.' "TF's kernel at $t adds in shared memory"
+  expect "grad_shared_atomic_kernel<d9m::$t, int>" '^ATOMS\.CAST\.SPIN[[:space:]]CAS loop$' "TF's kernel at $t adds f32 in shared memory by a CAS spin"
 done
-expect 'grad_shared_atomic_kernel<float>' '^REDG\.E\.ADD\.F32' "TF's kernel adds each block's f32 sums with a hardware reduction"
+expect 'grad_shared_atomic_kernel<float, int>' '^REDG\.E\.ADD\.F32' "TF's kernel adds each block's f32 sums with a hardware reduction"
 [ "$fail" -eq 0 ] || { echo "$listing" | cut -c1-300 >&2; exit 1; }
 echo "OK: $(wc -l <<< "$listing") atomic forms in bias_add's kernels, as documented"
