@@ -69,8 +69,8 @@ void grad_ordered(const KernelArgs& a) {
 // TensorFlow's custom GPU kernel for this op, BiasGradNHWC_SharedAtomics (tensorflow/core/kernels/
 // bias_op_gpu.cu.cc): for NHWC where C accumulators fit in half a block's shared memory (every
 // catalogued config), it is one of the two forms TF's BiasAddGrad times and picks between, the
-// other a CUB column reduction (deterministic, and the one TF takes when op determinism is asked
-// for). A grid of 1024-thread blocks, one per SM at most (TF's GetGpuLaunchConfig), strides over
+// other a CUB column reduction (bias_op.cc: the first call of each shape times both and keeps the
+// faster). A grid of 1024-thread blocks, one per SM at most (TF's GetGpuLaunchConfig), strides over
 // the elements with 32-bit indices; each block adds its elements into C accumulators in shared
 // memory with shared-memory atomics, then adds each accumulator, rounded once to T, into the
 // output with one global atomicAdd in T. Both stages race. The accumulators are Acc<T>, f32 at
