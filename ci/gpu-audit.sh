@@ -30,6 +30,9 @@
 #   D9M_SANITIZERS="memcheck racecheck"   compute-sanitizer tools the GPU tests run under ("": none)
 #   D9M_MODELS_TRIALS=20, D9M_MODELS_ORDERED_TRIALS=2   the models profile's trials (0 skips it), and
 #                             those of the conv backprops' sort-based cuda.ordered (seconds a trial)
+#   D9M_MODELS_HALF_ATOMIC_TRIALS=2   those of cuda.atomic at f16 and bf16, run after every other
+#                             models case (at 16 bits an atomicAdd is a CAS loop on sm_90: minutes a
+#                             trial at these shapes; 0 leaves them out)
 #   D9M_MODELS_TIMEOUT_S=60   the models stage's watchdog (d9m run --timeout): a case whose trial takes
 #                             longer is stopped and is an ERROR that says so, instead of holding the
 #                             lease (an H200, 2026-11-28: bf16 atomicAdd of a ResNet-50 bias gradient,
@@ -298,6 +301,17 @@ list_field() {
   into=($(cut -d' ' -f1 <<< "$listed" | cut -d/ -f"$field" | sort -u | grep -vx -E "$filter"))
   ((${#into[@]} > 0)) || { say "d9m list --cases $*: nothing left but $filter"; exit 3; }
 }
+# The configs of the given ops' cuda.atomic cases in the models profile whose names match (keep
+# = 1) or do not match (keep = 0) the extended regex, into the array named first; an empty list is
+# an answer, d9m list failing stops the job.
+atomic_configs() {
+  local -n configs_into=$1
+  local keep=$2 regex=$3 listed
+  shift 3
+  listed=$("$d9m" list --cases --profile models --backend cuda --op "$@") || { say "d9m list --cases --op $* failed"; exit 3; }
+  configs_into=($(cut -d' ' -f1 <<< "$listed" | awk -F/ -v keep="$keep" -v re="$regex" \
+                  '$3 == "cuda.atomic" && (($2 ~ re) == (keep == 1)) { print $2 }' | sort -u))
+}
 # The vendor-library families at D9M_LIBRARY_TRIALS, the other families at D9M_GPU_TRIALS and the
 # pipelines at D9M_PIPELINE_TRIALS: disjoint sets, so every case has one run (the two controls
 # excepted, which every run has). PyTorch's own CUDA kernels (torch.default, torch.deterministic)
@@ -346,6 +360,7 @@ if stage cpu; then
 fi
 models_trials=${D9M_MODELS_TRIALS:-20}
 models_ordered_trials=${D9M_MODELS_ORDERED_TRIALS:-2}
+models_half_atomic_trials=${D9M_MODELS_HALF_ATOMIC_TRIALS:-2}
 models_timeout=${D9M_MODELS_TIMEOUT_S:-60}
 if stage models && ((models_trials > 0)); then
   # GPU and PyTorch cases only: the CPU variants at these shapes take minutes a trial (each
@@ -364,16 +379,42 @@ if stage models && ((models_trials > 0)); then
   else
     list_field models_ops 1 "$(IFS='|'; echo "${slow_ops[*]}")" --profile models --backend cuda,torch
   fi
-  say "audit: models profile (${models_selection[*]:-every op}), GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials)"
-  ((${#models_ops[@]} == 0)) || audit --profile models --timeout "$models_timeout" --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}"
+  say "audit: models profile (${models_selection[*]:-every op}), GPU backend and PyTorch's kernels, $models_trials trials per case (the conv backprops' cuda.ordered: $models_ordered_trials; cuda.atomic at 16 bits, last: $models_half_atomic_trials)"
+  # cuda.atomic at f16 and bf16 goes last, at D9M_MODELS_HALF_ATOMIC_TRIALS: there an atomicAdd is
+  # a compare-and-swap loop on sm_90 (docs/PERFORMANCE.md), and where many adds meet in one output
+  # a trial takes minutes (reports/h200-2026-11-28: none finished in 238 s), which must not keep
+  # the rest of the stage from a lease. The models profile names every 16-bit config NAME_f16 or
+  # NAME_bf16 (make_models.py; catalog.models_generated holds the file to it).
+  half_name='_b?f16$'
+  wide_atomic() {  # wide_atomic OP...: cuda.atomic on the ops' f32 (and f64) configs, at $models_trials
+    local wide_configs=()
+    atomic_configs wide_configs 0 "$half_name" "$@"
+    ((${#wide_configs[@]} == 0)) ||
+      audit --profile models --timeout "$models_timeout" --backend cuda -n "$models_trials" --op "$@" --variant cuda.atomic --config "${wide_configs[@]}"
+  }
+  if ((${#models_ops[@]} > 0)); then
+    list_field models_variants 3 'cuda[.]atomic' --profile models --backend cuda,torch --op "${models_ops[@]}"
+    audit --profile models --timeout "$models_timeout" --backend cuda,torch -n "$models_trials" --op "${models_ops[@]}" --variant "${models_variants[@]}"
+    wide_atomic "${models_ops[@]}"
+  fi
   if ((${#slow_ops[@]} > 0)); then
-    list_field slow_variants 3 'cuda[.]ordered' --profile models --backend cuda,torch --op "${slow_ops[@]}"
+    list_field slow_variants 3 'cuda[.](ordered|atomic)' --profile models --backend cuda,torch --op "${slow_ops[@]}"
     audit --profile models --timeout "$models_timeout" --backend cuda,torch -n "$models_trials" --op "${slow_ops[@]}" --variant "${slow_variants[@]}"
+    wide_atomic "${slow_ops[@]}"
     if ((models_ordered_trials >= 2)); then
       audit --profile models --timeout "$models_timeout" --backend cuda -n "$models_ordered_trials" --op "${slow_ops[@]}" --variant cuda.ordered
     else
       say "the conv backprops' cuda.ordered left out (D9M_MODELS_ORDERED_TRIALS < 2)"
     fi
+  fi
+  half_ops=("${models_ops[@]}" "${slow_ops[@]}") half_configs=()
+  ((${#half_ops[@]} == 0)) || atomic_configs half_configs 1 "$half_name" "${half_ops[@]}"
+  if ((${#half_configs[@]} == 0)); then
+    :
+  elif ((models_half_atomic_trials >= 2)); then
+    audit --profile models --timeout "$models_timeout" --backend cuda -n "$models_half_atomic_trials" --op "${half_ops[@]}" --variant cuda.atomic --config "${half_configs[@]}"
+  else
+    say "cuda.atomic at f16 and bf16 left out (D9M_MODELS_HALF_ATOMIC_TRIALS < 2)"
   fi
 fi
 if stage hook; then
