@@ -117,7 +117,7 @@ std::vector<StackDifference> stack_differences_of(const ReportData& data) {
       for (std::size_t j = i + 1; j < rs.size(); ++j)
         if (rs[i]->digest != rs[j]->digest)
           out.push_back({rs[i]->op, rs[i]->config, rs[i]->variant, rs[i]->stack, rs[j]->stack, rs[i]->digest, rs[j]->digest,
-                         rs[i]->label()});
+                         rs[i]->label(), rs[i]->source(), rs[i]->dtype, rs[i]->math});
   return out;
 }
 

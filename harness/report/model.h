@@ -40,7 +40,8 @@ struct CrossCheck {
 // A deterministic variant whose digest differs between two stacks on the same inputs.
 struct StackDifference {
   std::string op, config, variant, stack_a, stack_b, digest_a, digest_b;
-  std::string label;  // CaseResult::label()
+  std::string label;                            // CaseResult::label()
+  std::string source, dtype = "f32", math = "default";  // CaseResult::source(): the op at its precision
 };
 
 // The cost of determinism of one op and config on one stack: the median time of the fastest

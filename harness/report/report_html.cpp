@@ -255,7 +255,7 @@ std::string render_html(const ReportData& data, const StatusModel& m, bool audit
   if (!m.stack_differences.empty()) {
     o << "<h2>Stack-to-stack differences</h2>\n<table><thead><tr><th>op</th><th>config</th><th>variant</th><th>stacks</th><th>digests</th></tr></thead><tbody>\n";
     for (const auto& d : m.stack_differences)
-      o << "<tr><td>" << xml_escape(d.op) << "</td><td>" << xml_escape(d.config) << "</td><td>" << xml_escape(d.variant) << "</td><td>"
+      o << "<tr><td>" << xml_escape(d.source) << "</td><td>" << xml_escape(d.config) << "</td><td>" << xml_escape(d.variant) << "</td><td>"
         << xml_escape(data.stack(d.stack_a).label + " vs " + data.stack(d.stack_b).label) << "</td><td><code>" << xml_escape(d.digest_a)
         << "</code><br><code>" << xml_escape(d.digest_b) << "</code></td></tr>\n";
     o << "</tbody></table>\n";

@@ -114,7 +114,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
                      {"partner_digest", c.partner_digest}, {"equal", c.equal()}});
   json diffs = json::array();
   for (const auto& d : m.stack_differences)
-    diffs.push_back({{"op", d.op}, {"config", d.config}, {"variant", d.variant}, {"stack_a", d.stack_a}, {"stack_b", d.stack_b},
+    diffs.push_back({{"op", d.op}, {"source", d.source}, {"dtype", d.dtype}, {"math", d.math}, {"config", d.config}, {"variant", d.variant}, {"stack_a", d.stack_a}, {"stack_b", d.stack_b},
                      {"digest_a", d.digest_a}, {"digest_b", d.digest_b}});
   json rows = json::array();
   for (const auto& row : m.rows) {

@@ -121,7 +121,7 @@ void stack_differences(std::ostringstream& o, const ReportData& data, const Stat
   o << "\n## Stack-to-stack differences\n\nDeterministic on each stack, but a different output on the same inputs: "
        "reproducible run to run, not stack to stack.\n\n| op | config | variant | stacks | digests |\n|---|---|---|---|---|\n";
   for (const auto& d : m.stack_differences)
-    o << "| " << d.op << " | " << md_cell(d.config) << " | " << d.variant << " | " << data.stack(d.stack_a).label << " vs "
+    o << "| " << md_cell(d.source) << " | " << md_cell(d.config) << " | " << d.variant << " | " << data.stack(d.stack_a).label << " vs "
       << data.stack(d.stack_b).label << " | `" << d.digest_a.substr(0, 12) << "` vs `" << d.digest_b.substr(0, 12) << "` |\n";
 }
 

@@ -391,6 +391,42 @@ TEST(Report, RefusesAFingerprintWhoseIdDoesNotMatchItsContent) {
   }
 }
 
+// A stack-to-stack difference names the precision: two configs of one name at f32 and bf16 were
+// two rows that read the same ("scatter_add | x"), found by review.
+TEST(Report, StackDifferencesNameThePrecision) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  for (int stack = 1; stack <= 2; ++stack) {
+    const std::string run = begin(s, {{"stack", stack}});
+    for (const char* dtype : {"f32", "bf16"}) {
+      CaseRecord rec{"", "scatter_add", "cpu.ordered", "cpu", "x", "cid", "{}", 1, "inputs", "float32", "[4]"};
+      rec.dtype = dtype;
+      rec.id = Store::case_id(rec);
+      const std::string digest = std::string(dtype) + "-on-" + std::to_string(stack);
+      std::vector<TrialRecord> ts{{0, digest, 1000, std::nullopt}, {1, digest, 1000, std::nullopt}};
+      s.put_case(run, rec, CaseRunRecord{Status::deterministic, "", "deterministic", "design", "why", "", 2, 1, 1000, 1000, "ordered"}, ts);
+    }
+    s.finish_run(run, "complete");
+  }
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
+  ASSERT_EQ(m.stack_differences.size(), 2u);
+  const std::string md = render_markdown(d, m);
+  EXPECT_NE(md.find("| scatter_add | x | cpu.ordered | S1 vs S2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| scatter_add bf16 | x | cpu.ordered | S1 vs S2 |"), std::string::npos) << md;
+  const std::string html = render_html(d, m);
+  EXPECT_NE(html.find("<tr><td>scatter_add bf16</td><td>x</td>"), std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(d, m));
+  std::set<std::string> dtypes, sources;
+  for (const auto& row : j["stack_differences"]) {
+    dtypes.insert(row["dtype"].get<std::string>());
+    sources.insert(row["source"].get<std::string>());
+    EXPECT_EQ(row["math"], "default");
+  }
+  EXPECT_EQ(dtypes, (std::set<std::string>{"f32", "bf16"}));
+  EXPECT_EQ(sources, (std::set<std::string>{"scatter_add", "scatter_add bf16"}));
+}
+
 }  // namespace
 }  // namespace d9m
 
