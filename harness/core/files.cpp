@@ -265,6 +265,14 @@ bool path_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+std::string real_path_or_self(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) return path;
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
 std::string parent_dir(const std::string& path) {
   const auto p = path.find_last_of('/');
   return p == std::string::npos ? "." : (p == 0 ? "/" : path.substr(0, p));

@@ -69,6 +69,8 @@ std::optional<std::string> network_filesystem_name(std::int64_t f_type);
 
 // Whether anything (a file, a folder, a link's target) is at path.
 bool path_exists(const std::string& path);
+// The path with every link resolved (realpath), or the path as written where it cannot be.
+std::string real_path_or_self(const std::string& path);
 // The folder of a path as written: "." for a bare name, "/" for one at the root.
 std::string parent_dir(const std::string& path);
 

@@ -208,6 +208,17 @@ cp a.md own.md
 "$D9M" attest --db a.sqlite --report own.md --key key.pem -o own.md 2> err; check "item 7: attest -o the report" 2 $? err "which this command reads"
 "$D9M" attest --db a.sqlite --report own.md --key key.pem -o ./a.sqlite 2> err; check "item 7: attest -o the store" 2 $? err "which this command reads"
 "$D9M" report --db a.sqlite -o a.sqlite 2> err; check "report -o the store" 2 $? err "which this command reads"
+# ...and so would -o naming one of its side files, existing or not, through a link or not (found
+# by audit: `report -o STORE-wal` replaced an interrupted run's log and verify then said OK).
+ln -sf a.sqlite side-link.sqlite
+for side in -wal -shm -journal -runlease; do
+  "$D9M" report --db a.sqlite -o a.sqlite$side 2> err; check "report -o the store's $side" 2 $? err "names the side file $side of a.sqlite"
+  "$D9M" report --db side-link.sqlite -o a.sqlite$side 2> err; check "report through a link -o the store's $side" 2 $? err "names the side file $side"
+  "$D9M" diff a.sqlite a.sqlite -o a.sqlite$side 2> err; check "diff -o the store's $side" 2 $? err "names the side file"
+  "$D9M" baseline pin --db a.sqlite -o a.sqlite$side 2> err; check "baseline pin -o the store's $side" 2 $? err "names the side file"
+done
+[[ -e a.sqlite-journal ]] && fail "a refused -o created the store's journal"
+rm side-link.sqlite
 cmp -s a.md own.md || fail "item 7: the report attested was changed"
 "$D9M" verify --db a.sqlite > out; check "the store is intact after -o refusals" 0 $? out ": OK"
 # The audit report names its time twice (header, identification): once changed, it is two times.
