@@ -150,8 +150,12 @@ class Loader {
       if (std::none_of(d_.stacks.begin(), d_.stacks.end(), [&](const StackInfo& s) { return s.id == r.stack; }))
         fail_store_fault(store_.path() + ": the store is inconsistent: results refer to stack " + r.stack.substr(0, 12) +
                          ", which has no fingerprint row; `d9m verify` lists the faults");
+    // Stacks in their labels' order (S1, S2, ...: found by audit, rows sorted by fingerprint id
+    // put S2 before S1, in the case tables and as "S2 vs S1" in the stack differences).
+    std::map<std::string, std::size_t> stack_order;
+    for (std::size_t i = 0; i < d_.stacks.size(); ++i) stack_order[d_.stacks[i].id] = i;
     std::sort(d_.results.begin(), d_.results.end(), [&](const CaseResult& a, const CaseResult& b) {
-      return std::tie(a.op, a.config, a.variant, a.stack) < std::tie(b.op, b.config, b.variant, b.stack);
+      return std::tie(a.op, a.config, a.variant, stack_order[a.stack]) < std::tie(b.op, b.config, b.variant, stack_order[b.stack]);
     });
     return std::move(d_);
   }
