@@ -1,3 +1,4 @@
+#include "harness/core/files.h"
 #include "harness/attest/attest.h"
 #include "harness/core/json_text.h"
 
@@ -135,17 +136,17 @@ std::optional<std::string> regular_file_sha256(const std::string& path, std::str
   return sha;
 }
 
-// A non-empty SQLite write-ahead log beside `path` (by the name given, or, as SQLite names it,
-// beside the file a symlink leads to): readers of a store see it together with the file, so the
-// file's hash alone would not cover what they read.
-std::optional<std::string> nonempty_wal(const std::string& path) {
-  char* real = ::realpath(path.c_str(), nullptr);
-  const std::string resolved = real ? real : path;
-  std::free(real);
-  for (const std::string& wal : {path + "-wal", resolved + "-wal"}) {
-    struct stat st {};
-    if (::stat(wal.c_str(), &st) == 0 && st.st_size > 0) return wal;
-  }
+// A non-empty SQLite write-ahead log or rollback journal beside `path` (by the name given, or, as
+// SQLite names it, beside the file a symlink leads to): readers of a store see a log together with
+// the file, and the next writer plays a journal into it, so the file's hash alone would not cover
+// what they read (the journal found by audit: a tampered one passed).
+std::optional<std::string> nonempty_log(const std::string& path) {
+  const std::string resolved = real_path_or_self(path);
+  for (const char* side : {"-wal", "-journal"})
+    for (const std::string& log : {path + side, resolved + side}) {
+      struct stat st {};
+      if (::stat(log.c_str(), &st) == 0 && st.st_size > 0) return log;
+    }
   return std::nullopt;
 }
 
@@ -461,9 +462,9 @@ AttestationCheck verify_attestation(const std::string& envelope_path, const std:
     const auto got = regular_file_sha256(path, why);
     if (!got) c.problems.push_back("subject " + s.name + ": " + why);
     else if (*got != s.sha256) c.problems.push_back("subject " + s.name + ": SHA-256 " + *got + " does not match the attested " + s.sha256);
-    else if (const auto wal = nonempty_wal(path))
-      c.problems.push_back("subject " + s.name + ": a write-ahead log lies beside it (" + *wal + "), so readers of it see more than "
-                           "the attested file");
+    else if (const auto log = nonempty_log(path))
+      c.problems.push_back("subject " + s.name + ": " + (log->ends_with("-journal") ? "a rollback journal" : "a write-ahead log") +
+                           " lies beside it (" + *log + "), so readers of it see more than the attested file");
   }
   return c;
 }

@@ -277,7 +277,7 @@ struct Connection {
 // new file), and only when it still holds exactly what was merged from it.
 void replace_output(const std::string& tmp, const std::string& target, const std::string& out, const std::string& merged_evidence) {
   Connection c;
-  if (sqlite3_open_v2(target.c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
+  if (sqlite3_open_v2(sql::file_name(target).c_str(), &c.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
     fail_environment(out + ": cannot open it to put the merged store in place: " + sqlite3_errmsg(c.db) + "; nothing was written");
   sqlite3_extended_result_codes(c.db, 1);
   sqlite3_busy_timeout(c.db, kStoreBusyTimeoutMs);

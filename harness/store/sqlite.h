@@ -67,6 +67,12 @@ bool hex_bytes(const char* hex, std::size_t length, unsigned char* out, std::siz
 // Executes SQL without results; throws sql::Error naming the statement.
 void exec(sqlite3* db, const std::string& sql);
 
+// A path as SQLite must be given it to open that file: SQLite reads a name beginning "file:" as a
+// URI wherever URIs are enabled (Debian's build enables them everywhere, and stores open with
+// SQLITE_OPEN_URI for merge's read-only ATTACH), so `--db file:x.sqlite` opened x.sqlite, found
+// by audit. "./" before such a relative name keeps it a name.
+inline std::string file_name(const std::string& path) { return path.rfind("file:", 0) == 0 ? "./" + path : path; }
+
 // BEGIN IMMEDIATE (takes the write lock up front, so the busy timeout applies at the start and
 // never midway); rolls back in the destructor unless commit() was called.
 class Transaction {

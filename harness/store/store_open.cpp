@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -198,7 +199,7 @@ bool complete_store_file(const std::string& path) {
   struct stat st {};
   if (::stat((path + "-wal").c_str(), &st) == 0 && st.st_size > 0) return false;
   sqlite3* db = nullptr;
-  bool ok = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
+  bool ok = sqlite3_open_v2(sql::file_name(path).c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK;
   if (ok) {
     sqlite3_stmt* s = nullptr;
     ok = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW &&
@@ -219,7 +220,7 @@ void create_store(const std::string& path) {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((tmp + suffix).c_str());
   };
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(tmp.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE, nullptr);
+  int rc = sqlite3_open_v2(sql::file_name(tmp).c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE, nullptr);
   try {
     if (rc != SQLITE_OK) throw sql::Error(rc, std::string("creating: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
     sqlite3_extended_result_codes(db, 1);
@@ -251,6 +252,36 @@ void create_store(const std::string& path) {
   cleanup();
 }
 
+// What SQLite would misread, found by audit. A store is a regular file (a FIFO blocked every
+// reader for good; a folder read as "disk I/O error"). Its logs and d9m's lease are named after
+// its path, so a second name (a hard link) is a second set of them: a run writing through each
+// name corrupted the store and lost one run after reporting it stored. And a store never has a
+// rollback journal (stores are in WAL mode): one beside it, left by another program or put there,
+// would be played into the file by the next writer, pages no hash chain was checked against.
+void check_store_file(const std::string& path, struct stat& st) {
+  if (S_ISDIR(st.st_mode)) fail_environment(path + ": is a folder, not a store");
+  if (!S_ISREG(st.st_mode)) fail_environment(path + ": is not a regular file (a FIFO, socket or device), so not a store");
+  // d9m itself links a new store or a merged one into place and then removes its temporary name:
+  // a second link that lasts longer than that is someone else's.
+  for (int wait = 0; st.st_nlink > 1 && wait < 20; ++wait) {
+    ::usleep(50 * 1000);
+    if (::stat(path.c_str(), &st) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (st.st_nlink > 1)
+    fail_environment(path + ": the store file has " + std::to_string(st.st_nlink) +
+                     " names (hard links). SQLite names its logs, and d9m its run lease, after the name a process opened, "
+                     "so processes using two names would each keep their own and corrupt the store. Keep one name (a "
+                     "symbolic link is fine) or copy it with `d9m merge -o COPY.sqlite " + path + "`");
+  for (const std::string& journal : {path + "-journal", real_path_or_self(path) + "-journal"}) {
+    struct stat j {};
+    if (::stat(journal.c_str(), &j) == 0 && j.st_size > 0)
+      fail_environment(path + ": a rollback journal lies beside it (" + journal + ", " + std::to_string(j.st_size) +
+                       " bytes). d9m stores never have one (they use a write-ahead log); the next program to write the store "
+                       "would copy its pages into the file. Left by another program, or put there: inspect it, and remove it "
+                       "only if the store should stay as it is (`d9m verify` then checks the store)");
+  }
+}
+
 }  // namespace
 
 Store Store::open(const std::string& path, Mode mode) {
@@ -260,7 +291,25 @@ Store Store::open(const std::string& path, Mode mode) {
                      "different hosts corrupt it). Keep the store on a local disk and copy it, or merge stores "
                      "with `d9m merge`, to share it");
   if (!path_exists(path)) {
+    if (struct stat l {}; mode == Mode::read_only && ::lstat(path.c_str(), &l) == 0)
+      fail_environment(path + ": no such store: a symbolic link that leads to no file (or a loop)");
     if (mode == Mode::read_only) fail_environment(path + ": no such store");
+    // Through a symbolic link to a file not there yet the store is created as the file the link
+    // names, as `merge -o` does (found by audit: link() met the link itself, and the open failed
+    // with "No such file or directory").
+    if (struct stat l {}; ::lstat(path.c_str(), &l) == 0 && S_ISLNK(l.st_mode)) {
+      std::string target(static_cast<std::size_t>(PATH_MAX), '\0');
+      const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+      if (n <= 0 || static_cast<std::size_t>(n) >= target.size())
+        fail_environment(path + ": a symbolic link that cannot be read (" + std::strerror(errno) + ")");
+      target.resize(static_cast<std::size_t>(n));
+      if (target.front() != '/') target = parent_dir(path) + "/" + target;
+      if (struct stat t {}; ::lstat(target.c_str(), &t) == 0)
+        fail_environment(path + ": a symbolic link to " + target + ", itself a link that leads to no file (or a loop); "
+                         "give the store's own path");
+      Store::open(target, mode);  // creates it
+      return Store::open(path, mode);
+    }
     const std::string dir = parent_dir(path);
     if (!path_exists(dir)) fail_environment(path + ": cannot create the store: folder " + dir + " does not exist");
     if (::access(dir.c_str(), W_OK) != 0)
@@ -274,10 +323,11 @@ Store Store::open(const std::string& path, Mode mode) {
   // another in its place meanwhile (check_not_replaced compares later writes with it).
   struct stat before {};
   if (::stat(path.c_str(), &before) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
+  check_store_file(path, before);
   sqlite3* db = nullptr;
   // URI filenames let merge ATTACH its inputs read-only ("file:...?mode=ro").
   const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  const int rc = sqlite3_open_v2(sql::file_name(path).c_str(), &db, flags, nullptr);
   auto refuse = [&](const std::string& why) {
     sqlite3_close(db);
     fail_environment(path + ": " + why);
@@ -337,7 +387,7 @@ void Store::migrate() {
   const std::string base = path_ + ".schema" + std::to_string(from) + "-backup";
   const std::string tmp = base + ".partial-" + random_run_id().substr(0, 12);
   try {
-    sql::Statement(db_, "VACUUM INTO ?").bind(1, tmp).run();
+    sql::Statement(db_, "VACUUM INTO ?").bind(1, sql::file_name(tmp)).run();
   } catch (const sql::Error& e) {
     std::remove(tmp.c_str());
     fail_environment(path_ + ": schema " + std::to_string(from) + " needs migrating to " +

@@ -149,6 +149,20 @@ c = sqlite3.connect('w.sqlite'); c.execute(\"UPDATE case_runs SET detail = 'edit
 "$D9M" attest --db w.sqlite --report w2.json --key key.pem -o w2.att 2> err; check "item 6: attest refuses a store with a log" 3 $? err "has a write-ahead log"
 "$D9M" report --db w.sqlite --format md --audit -o audit.md 2> err; check "item 6: report --audit refuses a store with a log" 3 $? err "has a write-ahead log"
 
+# A rollback journal beside an attested store: d9m stores never have one, and the next writer
+# would play its pages into the file (found by audit: verify --attestation said OK, and `d9m run`
+# added its run to the store the journal made).
+cp a.sqlite j.sqlite
+"$D9M" report --db j.sqlite --format json -o j.json && "$D9M" attest --db j.sqlite --report j.json --key key.pem -o j.att
+check "item 6: attest the store the journal will lie beside" 0 $?
+printf 'not a journal SQLite wrote, but one it would read as hot: any bytes' > j.sqlite-journal
+before=$(sha256sum < j.sqlite)
+"$D9M" verify --attestation j.att --pubkey pub.pem > out; check "item 6: verify --attestation sees a journal beside the store" 1 $? out "rollback journal lies beside it"
+for verb in "verify --db j.sqlite" "report --db j.sqlite" "run --backend cpu --op bias_add -n 2 -q --db j.sqlite"; do
+  "$D9M" $verb > /dev/null 2> err; check "item 6: $verb refuses a store with a journal" 3 $? err "a rollback journal lies beside it"
+done
+[[ $(sha256sum < j.sqlite) == "$before" ]] || fail "item 6: a store with a journal beside it was written"
+
 # --- item 7: attest verifies first, and binds the report to its store -------------------------
 cp a.sqlite t7.sqlite
 "$D9M" report --db t7.sqlite --format json -o t7.json

@@ -128,6 +128,64 @@ TEST_F(StoreTest, RefusesWhatIsNotAD9mStoreAndTouchesNothing) {
   expect_refused(path("no/such/folder/d9m.sqlite"), Store::Mode::read_write, "does not exist");
 }
 
+// What SQLite would misread, found by audit: a FIFO blocked readers for good; a second name (a
+// hard link) gave each name its own log and lease; a rollback journal beside a store was played
+// into it by the next writer; "file:NAME" opened NAME; a store through a dangling symbolic link
+// failed with "No such file or directory".
+TEST_F(StoreTest, RefusesWhatSqliteWouldMisreadAndCreatesThroughALink) {
+  fs::remove(path("fifo"));
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  const auto refused_unread = [](const std::string& p, const std::string& expect) {  // (expect_refused would read p)
+    for (const auto mode : {Store::Mode::read_only, Store::Mode::read_write}) {
+      try {
+        Store::open(p, mode);
+        ADD_FAILURE() << "opened " << p;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ExitCode::environment);
+        EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      }
+    }
+  };
+  fs::remove(path("fifo"));
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  refused_unread(path("fifo"), "not a regular file");
+  fs::remove(path("fifo"));
+  fs::create_directory(path("folder"));
+  refused_unread(path("folder"), "is a folder");
+  fs::remove(path("folder"));
+  { Store s = Store::open(path("one.sqlite"), Store::Mode::read_write); }
+  fs::create_hard_link(path("one.sqlite"), path("two.sqlite"));
+  expect_refused(path("two.sqlite"), Store::Mode::read_write, "has 2 names (hard links)");
+  expect_refused(path("one.sqlite"), Store::Mode::read_only, "has 2 names (hard links)");
+  fs::remove(path("two.sqlite"));
+  write(path("one.sqlite-journal"), std::string(600, 'j'));
+  expect_refused(path("one.sqlite"), Store::Mode::read_only, "a rollback journal lies beside it");
+  expect_refused(path("one.sqlite"), Store::Mode::read_write, "a rollback journal lies beside it");
+  write(path("one.sqlite-journal"), "");  // an empty journal is not one SQLite plays
+  { Store s = Store::open(path("one.sqlite"), Store::Mode::read_only); }
+  fs::remove(path("one.sqlite-journal"));
+
+  fs::create_symlink("target.sqlite", path("link.sqlite"));
+  { Store s = Store::open(path("link.sqlite"), Store::Mode::read_write); }
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path("target.sqlite"))));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(path("link.sqlite"))));
+  fs::create_symlink("loop2.sqlite", path("loop1.sqlite"));
+  fs::create_symlink("loop1.sqlite", path("loop2.sqlite"));
+  refused_unread(path("loop1.sqlite"), "link that leads to no file");
+
+  const auto cwd = fs::current_path();
+  fs::current_path(dir_);
+  try {
+    { Store s = Store::open("file:uri.sqlite", Store::Mode::read_write); }
+    EXPECT_TRUE(fs::exists("file:uri.sqlite"));
+    EXPECT_FALSE(fs::exists("uri.sqlite"));
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+}
+
 TEST_F(StoreTest, InvalidUtf8InAStoreIsReportedNotACrash) {
   // Found by fuzz_store: text that is not UTF-8 made JSON serialisation throw inside verify.
   const std::string p = path("utf8.sqlite");
