@@ -18,6 +18,7 @@
 #include "harness/core/files.h"
 #include "harness/exec/torch_executor.h"
 #include "harness/exec/worker.h"
+#include "harness/store/verify.h"
 
 namespace d9m {
 
@@ -401,6 +402,9 @@ RunSummary run_audit(const Catalog& cat, const std::vector<PlannedCase>& selecte
   summary.fingerprint_id = fp.id;
   // Cases an interrupted run already stored are evidence as they are; resuming runs the rest.
   std::set<std::string> done, ran;  // stored cases, and those of them that ran all their trials
+  // A resume adds to rows already stored, and must not add to edited ones (found by audit: the
+  // last case removed from an interrupted run was run again, and the run then ended as if whole).
+  if (opt.resume) require_sound(store, "resumed in", "; resuming would add to evidence that is no longer as it was written");
   std::optional<ResumedRun> resumed = opt.resume ? store.resume_run(fp, info, &summary.resume_busy) : std::nullopt;
   if (resumed) {
     summary.run_id = resumed->id;

@@ -202,6 +202,17 @@ RunAccount account_for(const RunFacts& run, const std::optional<std::string>& he
   return a;
 }
 
+std::vector<EndedFacts> ended_facts(const std::vector<const ManifestEvent*>& events) {
+  std::vector<EndedFacts> out;
+  for (const ManifestEvent* e : events) {
+    if (e->event != "ended" && e->event != "adopted") continue;
+    const json d = parse_stored_json(e->detail);
+    if (e->event == "adopted" && detail_text(d, "state").value_or("running") == "running") continue;
+    if (const auto s = snapshot_of(d)) out.push_back({s->state, s->finished_at, s->root, s->resumes, s->cases});
+  }
+  return out;
+}
+
 std::int64_t adopt_unrecorded_runs(sqlite3* db) {
   std::map<std::string, std::vector<ManifestEvent>> by_run;
   for (auto& e : read_all(db)) by_run[e.run_id].push_back(std::move(e));

@@ -80,6 +80,14 @@ struct RunAccount {
   std::vector<std::string> problems;
 };
 RunAccount account_for(const RunFacts& run, const std::optional<std::string>& head, const std::vector<const ManifestEvent*>& events);
+// The closing facts every ended (or adopted, not running) event of a run recorded, in event
+// order; malformed events left out (account_for names them).
+struct EndedFacts {
+  std::string state;
+  std::optional<std::string> finished_at, root;
+  std::int64_t resumes = 0, cases = 0;
+};
+std::vector<EndedFacts> ended_facts(const std::vector<const ManifestEvent*>& events);
 // The links no other event follows, sorted.
 std::vector<std::string> heads(const std::vector<ManifestEvent>& events);
 

@@ -299,6 +299,17 @@ void Store::put_case(const std::string& run_id, const CaseRecord& c, const CaseR
   try {
     sql::Transaction tx(db_);
     check_not_replaced();
+    // Only into a run still running, checked under the write lock as close_run checks (found by
+    // audit: with its lease file removed, another process took the live run for dead and closed
+    // it, and this one went on writing cases after its root, so the store failed verify).
+    {
+      sql::Statement state(db_, "SELECT state FROM runs WHERE id = ?");
+      state.bind(1, run_id);
+      if (!state.step() || state.text(0) != "running")
+        fail_environment(path_ + ": run " + run_id + " is no longer marked running: another process marked it ended (its lease "
+                         "file " + lease_key_ + "-runlease removed meanwhile?); its cases up to the last one stored are kept, "
+                         "and `d9m run --resume` continues it");
+    }
     sql::Statement(db_,
                    "INSERT OR IGNORE INTO cases(id, op, variant, backend, config, config_id, params, seed,"
                    " input_digest, output_dtype, output_shape, dtype, math) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")

@@ -268,8 +268,11 @@ class ChainWalker {
                                  " ORDER BY trial, step, position"
                                : "SELECT 0, 0, 0, '', '', '', '', '', NULL, NULL, NULL, NULL, '' WHERE ? IS NULL AND ? IS NULL") {}
 
-  std::string walk(const std::string& run, std::string& link) {
+  // `after_case`, where given, gets the link after each case in turn (its trials and trace
+  // included), the chain's start first: [k] is the link a run of k cases ended on.
+  std::string walk(const std::string& run, std::string& link, std::vector<std::string>* after_case = nullptr) {
     std::string broken;
+    if (after_case) after_case->assign(1, link);
     std::int64_t expected_seq = 0;
     cases_.bind(1, run);
     while (broken.empty() && cases_.step()) {
@@ -290,6 +293,7 @@ class ChainWalker {
       }
       broken = walk_trials(run, cs, what, link);
       if (broken.empty()) broken = walk_trace(run, cs, what, link);
+      if (after_case) after_case->push_back(link);
     }
     cases_.reset();
     return broken;
@@ -336,7 +340,8 @@ class ChainWalker {
 };
 
 // The chain of one run: its rows from its start (its metadata, for v2), then its root.
-void check_chain(sqlite3* db, ChainWalker& walker, const RunFacts& r, VerifyReport& v) {
+void check_chain(sqlite3* db, ChainWalker& walker, const RunFacts& r, const std::vector<manifest::EndedFacts>& ended,
+                 VerifyReport& v) {
   const std::string name = "run " + r.id.substr(0, 8);
   auto fault = [&](const std::string& why) { v.problems.push_back("hash chain: " + name + ": " + why); };
   const auto start = Store::chain_start_of(db, r.id, r.chain_version);
@@ -346,10 +351,29 @@ void check_chain(sqlite3* db, ChainWalker& walker, const RunFacts& r, VerifyRepo
     return;
   }
   std::string link = *start;
-  const std::string broken = walker.walk(r.id, link);
+  std::vector<std::string> after_case;
+  const std::string broken = walker.walk(r.id, link, &after_case);
   if (!broken.empty()) {
     v.problems.push_back("hash chain: " + broken);
     return;
+  }
+  // Every earlier end of a run that was resumed since: its root was taken over the rows it had
+  // then, which a resume only adds to (found by audit: a case removed from an interrupted run's
+  // end was run again by `run --resume`, and only the latest end was checked, so verify said OK).
+  // The latest end (resumptions as now) is checked against the closing facts below and by the
+  // manifest's account.
+  for (const auto& e : ended) {
+    if (e.resumes >= r.resumes) continue;
+    const std::string when = "when it ended " + e.state + " before resumption " + std::to_string(e.resumes + 1);
+    if (e.cases < 0 || static_cast<std::size_t>(e.cases) >= after_case.size()) {
+      fault("it had " + std::to_string(e.cases) + " cases " + when + ", and has " + std::to_string(after_case.size() - 1) +
+            " now (cases removed)");
+      continue;
+    }
+    if (!e.root || *e.root != Store::chain_root(r.chain_version, after_case[static_cast<std::size_t>(e.cases)], r.id, e.state,
+                                                e.finished_at.value_or(""), e.resumes))
+      fault("its first " + std::to_string(e.cases) + " cases are not the rows it had " + when +
+            " (rows edited or removed since, and cases run again by a resume?)");
   }
   if (r.state == "running") {
     if (r.root) return fault("marked running, yet it has a chain root (its state edited?)");
@@ -461,7 +485,10 @@ VerifyReport verify_store(const Store& store) {
     check_value_checks(db, store.schema_version(), v);
     check_trace_rows(db, v);
     ChainWalker walker(db, store.schema_version());
-    for (const auto& r : runs) check_chain(db, walker, r, v);
+    const std::vector<ManifestEvent> events = manifest::present(db) ? manifest::read_all(db) : std::vector<ManifestEvent>{};
+    std::map<std::string, std::vector<const ManifestEvent*>> events_of;
+    for (const auto& e : events) events_of[e.run_id].push_back(&e);
+    for (const auto& r : runs) check_chain(db, walker, r, manifest::ended_facts(events_of[r.id]), v);
     check_manifest(db, store, runs, v);
     v.evidence = evidence_of(db);
   } catch (const sql::Error& e) {

@@ -336,6 +336,17 @@ cp fork.sqlite fork2.sqlite
 "$D9M" run "${SMALL[@]}" --resume --db fork2.sqlite 2> /dev/null
 "$D9M" merge -o forks.sqlite fork.sqlite fork2.sqlite 2> err; check "item 11: one run continued in two copies" 2 $? err "conflicts with what is already merged"
 [[ ! -e forks.sqlite ]] || fail "item 11: a conflicting merge left an output"
+# The last case of an interrupted run removed, then the run resumed (found by audit: the case ran
+# again and verify said OK after): resume refuses a store that does not verify, and verify checks
+# every end of a run against the rows it had then (suites/unit/integrity_test.cpp).
+killed_run cut.sqlite 3 run "${SMALL[@]}"
+"$D9M" run --backend cpu --op bias_add -n 2 -q --no-canaries --db cut.sqlite 2> /dev/null  # a write: marks it interrupted
+sql cut.sqlite "DELETE FROM trial_rows WHERE id >= (SELECT max(num) FROM case_runs WHERE seq = (SELECT max(seq) FROM case_runs cr2 WHERE cr2.run_id = case_runs.run_id) AND run_id = (SELECT id FROM runs WHERE state = 'interrupted')) * 4294967296 AND id < ((SELECT max(num) FROM case_runs WHERE seq = (SELECT max(seq) FROM case_runs cr2 WHERE cr2.run_id = case_runs.run_id) AND run_id = (SELECT id FROM runs WHERE state = 'interrupted')) + 1) * 4294967296;
+DELETE FROM case_runs WHERE run_id = (SELECT id FROM runs WHERE state = 'interrupted') AND seq = (SELECT max(seq) FROM case_runs WHERE run_id = (SELECT id FROM runs WHERE state = 'interrupted'))"
+"$D9M" verify --db cut.sqlite > out; check "item 11: a case removed from an interrupted run" 1 $? out "FAULT"
+before=$(sha256sum < cut.sqlite)
+"$D9M" run "${SMALL[@]}" --resume --db cut.sqlite 2> err; check "item 11: resume refuses a store that does not verify" 1 $? err "does not verify, so it is not resumed in"
+[[ $(sha256sum < cut.sqlite) == "$before" ]] || fail "item 11: a refused resume changed the store"
 
 # --- item 12: merge -o through a symlink writes where run --db writes ---------------------------
 mkdir real
