@@ -368,7 +368,13 @@ sql audited.sqlite "UPDATE runs SET host = 'elsewhere'"
 # --- an edited fingerprint: every report refuses it, and a run refuses it before its first case ----
 cp other.sqlite fp.sqlite
 sql fp.sqlite "UPDATE fingerprints SET canonical = replace(canonical, '\"os\"', '\"os_\"')"
-"$D9M" report --db fp.sqlite > out 2> err; check "an edited fingerprint: report" 1 $? err "its id does not match its content"
+"$D9M" report --db fp.sqlite --no-verify > out 2> err; check "an edited fingerprint: report --no-verify" 1 $? err "its id does not match its content"
+# A plain report verifies first (found by audit: an edited store rendered its changed cells under
+# the evidence digest of the store before the edit), and writes nothing.
+for f in md html json junit csv; do
+  "$D9M" report --db fp.sqlite --format $f -o fp.$f > out 2> err; check "an edited store: report --format $f" 1 $? err "does not verify, so it is not rendered"
+  [[ ! -e fp.$f ]] || fail "a $f report was written for a store that does not verify"
+done
 runs_before=$(value fp.sqlite "select count(*) from runs")
 "$D9M" run "${SMALL[@]}" --db fp.sqlite > out 2> err; check "an edited fingerprint: run refuses before any case" 1 $? err "its id does not match its content"
 [[ $(value fp.sqlite "select count(*) from runs") == "$runs_before" ]] || fail "a run into a store with an edited fingerprint began"
