@@ -59,6 +59,26 @@ void select_stacks(ReportData& data, const std::vector<std::string>& selectors) 
     return std::none_of(kept.begin(), kept.end(), [&](const StackInfo& k) { return k.id == r.stack; });
   });
   data.stacks = kept;
+  // The run-level facts of the selection too (found by audit: the header and JSON counted every
+  // run of the store, with their N and threads, and `--audit` failed on a run of a stack left out).
+  std::erase_if(data.run_rows, [&](const RunRow& r) {
+    return std::none_of(kept.begin(), kept.end(), [&](const StackInfo& k) { return k.id == r.stack; });
+  });
+  std::set<std::string> cats, versions;
+  std::set<std::int64_t> ns, ts;
+  data.runs = static_cast<std::int64_t>(data.run_rows.size());
+  data.interrupted_runs = 0;
+  for (const auto& r : data.run_rows) {
+    data.interrupted_runs += r.state == "interrupted";
+    cats.insert(r.catalog_digest);
+    versions.insert(r.d9m_version);
+    ns.insert(r.trials_per_case);
+    ts.insert(r.threads);
+  }
+  data.catalog_digests.assign(cats.begin(), cats.end());
+  data.d9m_versions.assign(versions.begin(), versions.end());
+  data.trials_per_case.assign(ns.begin(), ns.end());
+  data.threads.assign(ts.begin(), ts.end());
   std::string labels;
   for (const auto& k : kept) labels += (labels.empty() ? "" : ", ") + k.label;
   data.selection += (data.selection.empty() ? "stacks " : "; stacks ") + labels;

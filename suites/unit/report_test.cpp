@@ -427,6 +427,37 @@ TEST(Report, StackDifferencesNameThePrecision) {
   EXPECT_EQ(sources, (std::set<std::string>{"scatter_add", "scatter_add bf16"}));
 }
 
+// A report of selected stacks counts the runs of those stacks only, with their N and threads, and
+// its audit form renders (found by audit: the header said 5 runs at N 3 and 6 for a stack of 2
+// runs at N 6, and --audit failed with "unknown stack" on a run of a stack left out).
+TEST(Report, ASelectionOfStacksCountsItsOwnRunsOnly) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  for (int stack = 1; stack <= 2; ++stack)
+    for (int k = 0; k < stack + 1; ++k) {
+      RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", "cat", stack == 1 ? 3 : 6, stack};
+      const std::string run = s.begin_run(fingerprint_from_json({{"stack", stack}}), info);
+      put(s, run, "cpu.serial", "deterministic", std::vector<std::string>(static_cast<std::size_t>(info.trials_per_case), "x"));
+      s.finish_run(run, "complete");
+    }
+  ReportData d = load_report_data(s);
+  ASSERT_EQ(d.runs, 5);
+  const std::string s2 = d.stacks[0].fingerprint == nlohmann::json{{"stack", 2}} ? d.stacks[0].label : d.stacks[1].label;
+  select_stacks(d, {s2});
+  EXPECT_EQ(d.runs, 3);
+  EXPECT_EQ(d.run_rows.size(), 3u);
+  EXPECT_EQ(d.trials_per_case, std::vector<std::int64_t>{6});
+  EXPECT_EQ(d.threads, std::vector<std::int64_t>{2});
+  const StatusModel m = build_status_model(d);
+  const std::string md = render_markdown(d, m, true);
+  EXPECT_NE(md.find("runs: 3 (0 interrupted)"), std::string::npos) << md.substr(0, 600);
+  EXPECT_NE(md.find("trials per case: 6 "), std::string::npos) << md.substr(0, 600);
+  EXPECT_NO_THROW(render_html(d, m, true));
+  const auto j = nlohmann::json::parse(render_json(d, m));
+  EXPECT_EQ(j["runs"], 3);
+  EXPECT_EQ(j["trials_per_case"], nlohmann::json::array({6}));
+}
+
 }  // namespace
 }  // namespace d9m
 
