@@ -330,6 +330,12 @@ std::string program_name(const std::vector<std::string>& command) {
 
 ProgramTrials run_program_trials(const ProgramOptions& opt) {
   if (opt.command.empty()) fail_usage("exec: no command after --");
+  // The name becomes the cases' op, exec:NAME, in every report (found by audit: a '|' or a newline
+  // in it moved Markdown cells under another stack's column): the rule of config and op names.
+  if (!opt.name.empty() && !is_path_safe_name(opt.name))
+    fail_usage("exec: --name " + json(opt.name.substr(0, 120)).dump(-1, ' ', false, json::error_handler_t::replace) +
+               " must be 1 to " + std::to_string(kMaxNameLength) +
+               " of A-Z a-z 0-9 _ . + - and not start with '.'");
   if (opt.trials < 2) fail_usage("exec: -n must be at least 2: determinism needs a second trial to compare with");
   ProgramTrials out;
   const std::string command_json = json_text(json(opt.command));
@@ -374,6 +380,13 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
       if (mtime < start - kFreshSlack)
         fail_usage("trial " + std::to_string(trial) + ": output " + file +
                    " was not written by this trial (modified before it started); nothing was stored");
+      // Nor one whose time is after the trial ended (found by audit: a stale output touched into
+      // the future passed every trial's lower bound and gave D). File times trail the clock, never
+      // lead it; a file system whose clock leads this machine's (a network one) is refused too.
+      if (mtime > previous_end + kFreshSlack)
+        fail_usage("trial " + std::to_string(trial) + ": output " + file +
+                   " was not written by this trial (modified after it ended: a time in the future, set by hand or by "
+                   "a file system whose clock is ahead of this machine's); nothing was stored");
       const std::string data = read_input_file(file, "output", std::size_t{1} << 34);
       if (trial == 0) first_bytes[file] = data;
       else if (!first_bytes.count(file))

@@ -43,12 +43,13 @@ template <class T> std::string join_numbers(const std::vector<T>& v) {
   return join(s, ", ");
 }
 
-// A Markdown table cell that cannot break the table.
+// A Markdown table cell that cannot break the table, nor open an HTML tag in a renderer.
 inline std::string md_cell(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
+    else if (c == '\n' || c == '\r') out += ' ';
+    else if (c == '<') out += "&lt;";
     else out += c;
   }
   return out;

@@ -24,7 +24,7 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
   for (std::size_t i = 0; i < data.stacks.size(); ++i) o << (inv ? "---|---|" : "---|");
   o << "---|\n";
   for (const auto& row : m.rows) {
-    o << "| " << row.source << " | " << row.variant << " | " << format::short_claim(row.claim_determinism, row.claim_source) << " |";
+    o << "| " << md_cell(row.source) << " | " << md_cell(row.variant) << " | " << format::short_claim(row.claim_determinism, row.claim_source) << " |";
     for (const auto& c : row.cells) {
       o << " " << (c.broken ? "**" + c.text + "** (claim broken)" : c.text) << " |";
       if (inv) o << " " << (c.invariance.empty() ? "-" : c.invariance) << " |";
@@ -111,7 +111,7 @@ void cross_implementation(std::ostringstream& o, const ReportData& data, const S
     const bool all = v.first == v.second;
     std::string stacks = label(std::get<3>(k));
     if (std::get<4>(k) != std::get<3>(k)) stacks += " with " + label(std::get<4>(k));
-    o << "| " << std::get<0>(k) << " | " << std::get<1>(k) << " | " << std::get<2>(k) << " | " << stacks << " | "
+    o << "| " << md_cell(std::get<0>(k)) << " | " << md_cell(std::get<1>(k)) << " | " << md_cell(std::get<2>(k)) << " | " << stacks << " | "
       << (all ? "" : "**") << v.first << " of " << v.second << (all ? "" : "** (claim broken)") << " |\n";
   }
 }
@@ -121,7 +121,7 @@ void stack_differences(std::ostringstream& o, const ReportData& data, const Stat
   o << "\n## Stack-to-stack differences\n\nDeterministic on each stack, but a different output on the same inputs: "
        "reproducible run to run, not stack to stack.\n\n| op | config | variant | stacks | digests |\n|---|---|---|---|---|\n";
   for (const auto& d : m.stack_differences)
-    o << "| " << md_cell(d.source) << " | " << md_cell(d.config) << " | " << d.variant << " | " << data.stack(d.stack_a).label << " vs "
+    o << "| " << md_cell(d.source) << " | " << md_cell(d.config) << " | " << md_cell(d.variant) << " | " << data.stack(d.stack_a).label << " vs "
       << data.stack(d.stack_b).label << " | `" << d.digest_a.substr(0, 12) << "` vs `" << d.digest_b.substr(0, 12) << "` |\n";
 }
 
@@ -139,7 +139,7 @@ void batch_invariance(std::ostringstream& o, const ReportData& data) {
     const std::string claim = !c || c->determinism == Determinism::unknown ? "-"
                               : (c->determinism == Determinism::deterministic ? "invariant (" : "not invariant (") + to_string(c->source) + ")";
     const bool broken = r.invariance->claimed_invariant() && st == "Replay only";
-    t << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+    t << "| " << md_cell(r.source()) << " | " << md_cell(r.config) << " | " << md_cell(r.variant) << " | " << data.stack(r.stack).label << " | "
       << claim << " | " << (broken ? "**" + st + "** (claim broken)" : st.empty() ? to_string(r.status) : st) << " | "
       << r.invariance->param << " = " << r.invariance->full << " | " << md_cell(subs) << " |\n";
   }
@@ -158,7 +158,7 @@ void autotuning(std::ostringstream& o, const ReportData& data) {
     for (const auto& c : r.choices)
       chose += (chose.empty() ? "" : ", ") + c.name + " in " + std::to_string(c.trials) + " (" + std::to_string(c.distinct) +
                (c.distinct == 1 ? " digest)" : " digests)");
-    t << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+    t << "| " << md_cell(r.source()) << " | " << md_cell(r.config) << " | " << md_cell(r.variant) << " | " << data.stack(r.stack).label << " | "
       << md_cell(chose) << " | " << r.choice_changes << " | " << r.distinct << " |\n";
   }
   if (t.str().empty()) return;
@@ -177,7 +177,7 @@ void cases(std::ostringstream& o, const ReportData& data) {
       diff = std::to_string(r.worst_diff->count) + " elems, " + std::to_string(r.worst_diff->max_ulp) + " ULP, " +
              format::num("%.3g", r.worst_diff->max_abs) + " abs";
     const std::string st = to_string(r.status) + (r.detail.empty() ? "" : " (" + r.detail + ")");
-    o << "| " << r.source() << " | " << md_cell(r.config) << " | " << r.variant << " | " << data.stack(r.stack).label << " | "
+    o << "| " << md_cell(r.source()) << " | " << md_cell(r.config) << " | " << md_cell(r.variant) << " | " << data.stack(r.stack).label << " | "
       << md_cell(st) << " | " << r.trials << " | " << r.distinct << " | "
       << (r.status == Status::deterministic ? format::num("< %.3g", r.bound95()) : "-") << " | "
       << format::duration(r.median_ns) << " | " << format::duration(r.min_ns) << " | " << diff << " | "

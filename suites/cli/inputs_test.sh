@@ -211,6 +211,14 @@ printf 'if [ -e c.bin ]; then mv c.bin moved.bin; else head -c 16 /dev/urandom >
 rm -f c.bin moved.bin
 expect "exec: a cached copy moved into place is not the trial's own" 2 "trial 1: output moved\.bin was not written by this trial" \
   "$D9M" exec -n 2 --db exec.sqlite --outputs moved.bin -- sh moved.sh
+# ...nor a stale output whose time lies in the future, after every trial (found by audit: D).
+echo stale > future.bin && touch -d '+1 hour' future.bin
+expect "exec: an output modified after the trial ended" 2 "trial 0: output future\.bin was not written by this trial \(modified after it ended" \
+  "$D9M" exec -n 3 --db exec.sqlite --outputs future.bin -- true
+# The name becomes the op in every report: one path component's characters (found by audit: a '|'
+# and a newline moved Markdown cells under another stack's column).
+expect "exec: --name with a '|' and a newline" 2 "exec: --name .* must be 1 to 100 of" \
+  "$D9M" exec -n 2 --db exec.sqlite --name $'a|b\nc' --outputs results.csv -- sh -c 'echo 1 > results.csv'
 # ...and d9m never removes or rewrites a file (found by review of an earlier fix, which removed
 # the outputs between trials: a results file the user had, appended to by the program, was lost).
 printf 'old,precious,data\n' > results.csv

@@ -458,6 +458,29 @@ TEST(Report, ASelectionOfStacksCountsItsOwnRunsOnly) {
   EXPECT_EQ(j["trials_per_case"], nlohmann::json::array({6}));
 }
 
+// A name with '|', a newline or '<' (a store written by another tool, or an older d9m's exec
+// --name) stays in its cell in every Markdown table (found by audit: the status row's cells moved
+// one stack to the right).
+TEST(Report, MarkdownCellsHoldNamesThatLookLikeTableSyntax) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  CaseRecord rec{"", "exec:a|b\nc<i>", "process", "cpu", "out|put", "cid", "{}", 1, "inputs", "float32", "[4]"};
+  rec.id = Store::case_id(rec);
+  s.put_case(run, rec, CaseRunRecord{Status::nondeterministic, "", "unknown", "design", "why", "", 2, 2, 1000, 1000, "framework"},
+             {{0, "a", 1000, std::nullopt}, {1, "b", 1000, DiffStats{1, 0.5, 3, 2}}});
+  s.finish_run(run, "complete");
+  const ReportData d = load_report_data(s);
+  const std::string md = render_markdown(d, build_status_model(d));
+  EXPECT_EQ(md.find("a|b"), std::string::npos) << md;
+  EXPECT_EQ(md.find("<i>"), std::string::npos) << md;
+  EXPECT_NE(md.find("| exec:a\\|b c&lt;i> | process |"), std::string::npos) << md;
+  for (std::size_t at = 0; (at = md.find("exec:a", at)) != std::string::npos; ++at) {
+    const std::size_t line = md.rfind('\n', at) + 1;
+    EXPECT_EQ(md.compare(line, 2, "| "), 0) << "a name broke its row: " << md.substr(line, 80);
+  }
+}
+
 }  // namespace
 }  // namespace d9m
 
