@@ -2,8 +2,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -156,7 +158,9 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_flag("--ctest", o->ctest, "exit 77 (CTest's skip) when every selected case but the controls was SKIPPED or UNSUPPORTED");
   c->add_option("--timeout", o->timeout,
                 "watchdog: a case whose next trial takes longer than this many seconds is stopped and is an ERROR")
-      ->check(CLI::Range(0.1, 1e7));
+      ->check(CLI::Range(0.1, 1e7))
+      ->check(CLI::Validator([](std::string& v) { return std::isfinite(std::strtod(v.c_str(), nullptr)) ? "" : "not a number: " + v; },
+                             "FINITE"));  // NaN passes a range (found by audit: --timeout nan made every case an ERROR)
   c->add_flag("--no-isolation", o->no_isolation,
               "run cases in this process, not in a worker process (for debuggers; a crash then ends the run)");
   c->add_flag("--resume", o->resume,

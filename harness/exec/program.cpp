@@ -116,7 +116,8 @@ Tensor npy_tensor(const std::string& file, const std::string& data) {
       if (digits.size() > 12) bad("a dimension is too large");
     } else if (c == ',' && !digits.empty()) {
       shape.push_back(std::stoll(digits));
-      n *= static_cast<std::size_t>(shape.back());
+      // (found by audit: a shape whose product wrapped past 2^64 matched 8 bytes of data)
+      if (__builtin_mul_overflow(n, static_cast<std::size_t>(shape.back()), &n)) bad("its shape's element count overflows");
       digits.clear();
     } else if (c != ' ' && c != ',' && c != 'L') {
       bad("shape is not a tuple of integers");
@@ -128,7 +129,7 @@ Tensor npy_tensor(const std::string& file, const std::string& data) {
   if (t.itemsize == 0 || t.itemsize > 16) bad("descr " + descr);
   t.shape = shape_text(shape);
   t.offset = start + header_len;
-  t.bytes = n * t.itemsize;
+  if (__builtin_mul_overflow(n, t.itemsize, &t.bytes)) bad("its shape's byte count overflows");
   t.d9m_dtype = dtype_of_code(t.dtype);
   if (t.offset + t.bytes != data.size())
     bad("its data is " + std::to_string(data.size() - t.offset) + " bytes, the header says " + std::to_string(t.bytes));
@@ -163,13 +164,22 @@ std::vector<Tensor> safetensors_tensors(const std::string& file, const std::stri
     t.dtype = v["dtype"].get<std::string>();
     t.itemsize = itemsize_of(t.dtype);
     if (!t.itemsize) bad("tensor \"" + name + "\" has dtype " + t.dtype);
+    // The shape is what the reports show: it must say what the bytes are (found by audit: it was
+    // never checked against the data_offsets).
     std::vector<std::int64_t> shape;
-    if (v.contains("shape") && v["shape"].is_array())
-      for (const auto& d : v["shape"])
-        if (d.is_number_integer()) shape.push_back(d.get<std::int64_t>());
+    if (!v.contains("shape") || !v["shape"].is_array()) bad("tensor \"" + name + "\" needs a shape (a list of sizes)");
+    std::size_t elements = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned() || __builtin_mul_overflow(elements, d.get<std::uint64_t>(), &elements))
+        bad("tensor \"" + name + "\"'s shape is not a list of sizes whose product fits 64 bits");
+      shape.push_back(static_cast<std::int64_t>(d.get<std::uint64_t>()));
+    }
     t.shape = shape_text(shape);
     const auto b = v["data_offsets"][0].get<std::uint64_t>(), e = v["data_offsets"][1].get<std::uint64_t>();
     if (b > e || e > data.size() - base) bad("tensor \"" + name + "\"'s data_offsets lie outside the file");
+    if (std::size_t want = 0; __builtin_mul_overflow(elements, t.itemsize, &want) || want != e - b)
+      bad("tensor \"" + name + "\" holds " + std::to_string(e - b) + " bytes, its shape and dtype say " +
+          std::to_string(elements) + " x " + std::to_string(t.itemsize));
     t.offset = base + b;
     t.bytes = e - b;
     t.d9m_dtype = dtype_of_code(t.dtype);
@@ -281,12 +291,19 @@ std::vector<TraceRecord> read_trace(const std::string& path, std::int64_t trial)
     const json j = parse_json_input(line, where);
     auto bad = [&](const std::string& why) { fail_usage(where + ": " + why + "; nothing was stored"); };
     if (!j.is_object()) bad("expected an object");
+    // Names go into reports and terminals: no control characters (found by audit: a NUL went
+    // raw into `trace diff --format md`). Numbers are stored as SQLite's signed 64-bit integers
+    // (found by audit: a step of 2^63 failed the store's CHECK after the run had begun).
     auto str = [&](const char* k) {
       if (!j.contains(k) || !j[k].is_string()) bad(std::string("expected a string \"") + k + "\"");
-      return j[k].get<std::string>();
+      const std::string v = j[k].get<std::string>();
+      if (std::any_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+        bad(std::string("\"") + k + "\" holds a control character");
+      return v;
     };
     auto num = [&](const char* k) {
-      if (!j.contains(k) || !j[k].is_number_unsigned()) bad(std::string("expected a non-negative integer \"") + k + "\"");
+      if (!j.contains(k) || !j[k].is_number_unsigned() || j[k].get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        bad(std::string("expected a non-negative integer \"") + k + "\" below 2^63");
       return static_cast<std::int64_t>(j[k].get<std::uint64_t>());
     };
     auto hex = [&](const std::string& d) {

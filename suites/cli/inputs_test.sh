@@ -219,6 +219,35 @@ expect "exec: an output modified after the trial ended" 2 "trial 0: output futur
 # and a newline moved Markdown cells under another stack's column).
 expect "exec: --name with a '|' and a newline" 2 "exec: --name .* must be 1 to 100 of" \
   "$D9M" exec -n 2 --db exec.sqlite --name $'a|b\nc' --outputs results.csv -- sh -c 'echo 1 > results.csv'
+# An output's header must describe its bytes (found by audit: a .npy shape whose element count
+# wrapped past 2^64 matched 8 bytes, and a .safetensors shape was never checked).
+cat > badshape.py << 'PY'
+import json, struct, sys
+if sys.argv[1] == "npy":
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,27,19,43,5419,77158673929), }"
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    open("wrap.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + b"\0" * 8)
+else:
+    h = json.dumps({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 16]}}).encode()
+    open("lies.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"\0" * 16)
+PY
+expect "exec: a .npy shape that overflows" 2 "wrap\.npy.*(overflows|header says)" \
+  "$D9M" exec -n 2 --db badshape.sqlite --outputs wrap.npy -- python3 badshape.py npy
+expect "exec: a .safetensors shape that is not its bytes" 2 "tensor \"a\" holds 16 bytes, its shape and dtype say 3 x 4" \
+  "$D9M" exec -n 2 --db badshape.sqlite --outputs lies.safetensors -- python3 badshape.py st
+holds "nothing was stored for a bad header" test ! -e badshape.sqlite
+# A trace row's numbers fit the store's signed integers and its names hold no control characters
+# (found by audit: a step of 2^63 left a run begun and never ended, exit 3; a NUL went raw into
+# `trace diff`): refused as bad input, nothing stored.
+rm -f tr.sqlite
+echo 'cp "$(dirname "$0")/row.jsonl" "$D9M_TRACE"' > tr.sh
+for row in '"step": 9223372036854775808, "position": 0, "name": "n"' '"step": 0, "position": 0, "name": "a\u0000b"'; do
+  echo "{$row, \"op\": \"o\", \"variant\": \"v\", \"digest\": \"00000000000000000000000000000000\", \"inputs\": []}" > row.jsonl
+  expect "exec: a trace row with $row" 2 "trace, line 1: (expected a non-negative integer \"step\" below 2\^63|\"name\" holds a control character); nothing was stored" \
+    "$D9M" exec -n 2 --db tr.sqlite -- sh "$PWD/tr.sh"
+done
+holds "nothing was stored for a bad trace" test ! -e tr.sqlite
+expect "run --timeout nan" 2 "--timeout: not a number" "$D9M" run --backend cpu --op bias_add -n 2 --timeout nan --db tr.sqlite
 # ...and d9m never removes or rewrites a file (found by review of an earlier fix, which removed
 # the outputs between trials: a results file the user had, appended to by the program, was lost).
 printf 'old,precious,data\n' > results.csv
