@@ -236,6 +236,12 @@ expect "exec: a .npy shape that overflows" 2 "wrap\.npy.*(overflows|header says)
 expect "exec: a .safetensors shape that is not its bytes" 2 "tensor \"a\" holds 16 bytes, its shape and dtype say 3 x 4" \
   "$D9M" exec -n 2 --db badshape.sqlite --outputs lies.safetensors -- python3 badshape.py st
 holds "nothing was stored for a bad header" test ! -e badshape.sqlite
+# Raw bytes differ by what their values differ (found by audit: "first" against "later" was
+# stored as 5 elements differing by 0): |'s' - 'e'| = 14, and as many ULPs.
+rm -f raw.sqlite
+expect "exec: a raw output that differs" 1 "^ND 2/2 word\.txt" \
+  "$D9M" exec -n 2 --db raw.sqlite --outputs word.txt -- sh -c '[ "$D9M_TRIAL" = 0 ] && echo first > word.txt || echo later > word.txt'
+holds "raw bytes' diff: 5 elements, max abs 14, 14 ULPs" test "$(python3 -c "import sqlite3; print(sqlite3.connect('raw.sqlite').execute('select diff_count, diff_max_abs, diff_max_ulp from trials where diff_count is not null').fetchone())")" = "(5, 14.0, 14)"
 # A trace row's numbers fit the store's signed integers and its names hold no control characters
 # (found by audit: a step of 2^63 left a run begun and never ended, exit 3; a NUL went raw into
 # `trace diff`): refused as bad input, nothing stored.
