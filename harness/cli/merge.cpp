@@ -19,6 +19,7 @@ int merge(const MergeArgs& a) {
               static_cast<long long>(m.present));
   if (m.advanced) std::printf(", %lld run(s) advanced to a later state", static_cast<long long>(m.advanced));
   if (m.adopted) std::printf(", %lld run(s) of stores without a manifest recorded in its manifest", static_cast<long long>(m.adopted));
+  if (m.unchanged) std::printf("; the file is left as it was");
   std::printf("\n");
   return 0;
 }

@@ -355,7 +355,10 @@ MergeSummary merge_stores(const std::string& out, const std::vector<std::string>
                    "a store?): " + v.problems.front() + (v.problems.size() > 1 ? " (and more)" : "") + "; nothing was written");
       sql::exec(dst.db(), "PRAGMA wal_checkpoint(TRUNCATE)");
     }  // closed: its write-ahead log is folded in and removed
-    place_output(tmp, target, out, out_evidence);
+    // Nothing added: OUT stays the file it was, byte for byte (found by audit: a merge that added
+    // nothing rewrote it, without its cache of library versions, and an attestation of it failed).
+    sum.unchanged = out_existed && sum.added == 0 && sum.advanced == 0 && sum.adopted == 0;
+    if (!sum.unchanged) place_output(tmp, target, out, out_evidence);
   } catch (const sql::Error& e) {
     cleanup();
     fail_environment(out + ": merge failed: " + e.what() + "; nothing was written");

@@ -18,6 +18,7 @@ struct MergeSummary {
   std::int64_t added = 0, present = 0;  // rows over all tables and inputs
   std::int64_t advanced = 0;            // runs whose closing columns came from a more advanced version
   std::int64_t adopted = 0;             // runs of inputs without a manifest, recorded in the output's
+  bool unchanged = false;               // OUT existed and the inputs added nothing: it is left as it was
 };
 
 // Merges `inputs` (and `out` itself when it exists) into `out`, atomically: every input (and

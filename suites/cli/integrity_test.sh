@@ -145,7 +145,7 @@ import os, sqlite3
 c = sqlite3.connect('w.sqlite'); c.execute(\"UPDATE case_runs SET detail = 'edited in the log'\"); c.commit(); os._exit(0)"
 [[ -s w.sqlite-wal ]] || fail "item 6: the test left no write-ahead log"
 "$D9M" verify --attestation w.att --pubkey pub.pem > out; check "item 6: verify --attestation sees the log beside the store" 1 $? out "write-ahead log lies beside it"
-"$D9M" report --db w.sqlite --format json -o w2.json
+"$D9M" report --db w.sqlite --format json --no-verify -o w2.json
 "$D9M" attest --db w.sqlite --report w2.json --key key.pem -o w2.att 2> err; check "item 6: attest refuses a store with a log" 3 $? err "has a write-ahead log"
 "$D9M" report --db w.sqlite --format md --audit -o audit.md 2> err; check "item 6: report --audit refuses a store with a log" 3 $? err "has a write-ahead log"
 
@@ -308,7 +308,12 @@ done
 # --- item 11: a run left running merges idempotently, in any order, also once it has ended ----
 cp dead.sqlite s-running.sqlite
 "$D9M" merge -o m1.sqlite s-running.sqlite > out; check "item 11: merge a running run" 0 $?
-"$D9M" merge -o m1.sqlite s-running.sqlite > out; check "item 11: merge it again" 0 $? out " 0 rows added"
+before=$(sha256sum < m1.sqlite)
+"$D9M" merge -o m1.sqlite s-running.sqlite > out; check "item 11: merge it again" 0 $? out " 0 rows added.*the file is left as it was"
+# ...byte for byte (found by audit: a merge that added nothing rewrote OUT, and an attestation failed)
+[[ $(sha256sum < m1.sqlite) == "$before" ]] || fail "item 11: a merge that added nothing changed OUT"
+"$D9M" merge -o m1.sqlite m1.sqlite > out; check "item 11: merge OUT into itself" 0 $? out "the file is left as it was"
+[[ $(sha256sum < m1.sqlite) == "$before" ]] || fail "item 11: merging OUT into itself changed it"
 "$D9M" run "${SMALL[@]}" --resume --db dead.sqlite 2> err; check "item 11: the run resumed to its end" 0 $? err "resumed run"
 "$D9M" merge -o m1.sqlite dead.sqlite > out; check "item 11: merge it once it ended" 0 $? out "advanced to a later state"
 "$D9M" merge -o m1.sqlite s-running.sqlite dead.sqlite > out; check "item 11: and again" 0 $? out " 0 rows added"
