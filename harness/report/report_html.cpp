@@ -182,7 +182,8 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
     return lw + static_cast<int>((l - lo) / (hi - lo) * axis_w);
   };
   o << "<h2>Cost of determinism</h2>\n<p>Median time of the deterministic variant over the median of the fastest nondeterministic one "
-       "(geometric mean over the configs and stacks where it was the fastest deterministic variant; log scale, 1x in the middle).</p>\n";
+       "(geometric mean over every config and stack where the solution ran beside a nondeterministic variant, as in the "
+       "Markdown and JSON; log scale, 1x in the middle).</p>\n";
   o << "<svg role=\"img\" aria-label=\"cost of determinism\" width=\"" << lw + axis_w + 90 << "\" height=\"" << h << "\">\n";
   for (double t : {1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0})
     o << "<line x1=\"" << xpos(t) << "\" y1=\"14\" x2=\"" << xpos(t) << "\" y2=\"" << h << "\" stroke=\"#d0d7de\"/><text x=\"" << xpos(t)
@@ -192,7 +193,7 @@ void cost_chart(std::ostringstream& o, const StatusModel& m) {
     const double g = s.geomean();
     const int y = 20 + i * bar_h, x1 = std::min(xpos(1.0), xpos(g)), x2 = std::max(xpos(1.0), xpos(g));
     o << "<g><title>" << xml_escape(s.source + " (" + s.backend + "): " + s.variant + " vs " + s.against + ", " + ratio(g) + " over " +
-                                    std::to_string(s.ratios.size()) + " configs" +
+                                    std::to_string(s.ratios.size()) + (s.ratios.size() == 1 ? " config-stack pair" : " config-stack pairs") +
                                     (s.values_unchecked ? ", values unchecked on " + std::to_string(s.values_unchecked) : ""))
       << "</title><text x=\"4\" y=\"" << y + 13 << "\">" << xml_escape(s.source + " (" + s.backend + ")") << "</text><rect x=\"" << x1
       << "\" y=\"" << y + 2 << "\" width=\"" << std::max(x2 - x1, 1) << "\" height=\"" << bar_h - 5 << "\" fill=\""
