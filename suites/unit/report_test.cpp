@@ -481,6 +481,19 @@ TEST(Report, MarkdownCellsHoldNamesThatLookLikeTableSyntax) {
   }
 }
 
+// Between equally frequent digests a case's digest is its first trial's, whose values were
+// checked, not the first in hex order (found by audit).
+TEST(Report, ATieForTheMostFrequentDigestGoesToTheFirstTrial) {
+  Fixture f;
+  Store s = Store::open(f.path, Store::Mode::read_write);
+  const std::string run = begin(s);
+  put(s, run, "cpu.atomic", "nondeterministic", {"ff", "00", "ff", "00"});
+  s.finish_run(run, "complete");
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(d.results[0].digest, "ff");
+}
+
 }  // namespace
 }  // namespace d9m
 
