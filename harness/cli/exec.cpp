@@ -65,6 +65,9 @@ void add_exec(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::st
   c->add_option("--outputs", o->opt.outputs, "output file (a glob, relative to the working directory; repeat for more); .npy and .safetensors per tensor; each trial must write them anew")
       ->allow_extra_args(false);
   c->add_option("--name", o->opt.name, "the cases' name, exec:NAME (default: the script or program)");
+  c->add_option("--timeout", o->opt.timeout_s, "a trial running longer than this many seconds is killed and nothing is stored (default: no limit)")
+      ->check(CLI::Range(0.001, 1e7))
+      ->check(finite_seconds());
   c->add_option("--db", o->db, "store file");
   c->add_option("command", o->opt.command, "-- COMMAND ARGS...")->required();
   c->prefix_command(false);

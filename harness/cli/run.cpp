@@ -159,8 +159,7 @@ void add_run(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::str
   c->add_option("--timeout", o->timeout,
                 "watchdog: a case whose next trial takes longer than this many seconds is stopped and is an ERROR")
       ->check(CLI::Range(0.1, 1e7))
-      ->check(CLI::Validator([](std::string& v) { return std::isfinite(std::strtod(v.c_str(), nullptr)) ? "" : "not a number: " + v; },
-                             "FINITE"));  // NaN passes a range (found by audit: --timeout nan made every case an ERROR)
+      ->check(finite_seconds());
   c->add_flag("--no-isolation", o->no_isolation,
               "run cases in this process, not in a worker process (for debuggers; a crash then ends the run)");
   c->add_flag("--resume", o->resume,

@@ -1,5 +1,7 @@
 #include "harness/exec/program.h"
 
+#include <cmath>
+#include <csignal>
 #include <glob.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,6 +10,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +25,7 @@
 #include "harness/core/digest.h"
 #include "harness/core/error.h"
 #include "harness/core/files.h"
+#include "harness/exec/child_wait.h"
 #include "harness/core/fingerprint.h"
 #include "harness/core/json_text.h"
 #include "harness/exec/executor.h"
@@ -254,11 +259,24 @@ std::string device_digest_library() {
 }
 
 // Runs the command once; Error(usage) when it does not exit 0.
-void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std::string& trace_path) {
+// The trial running now, for a signal that ends d9m (found by audit: a SIGTERM to d9m left the
+// program running, and its trace file behind): its process group is killed and the file removed,
+// then d9m ends as the signal says. Only async-signal-safe calls.
+volatile sig_atomic_t g_trial_group = 0;
+char g_trace_file[64] = "";
+extern "C" void end_trial_on_signal(int sig) {
+  if (g_trial_group > 0) ::kill(-static_cast<pid_t>(g_trial_group), SIGKILL);
+  if (g_trace_file[0]) ::unlink(g_trace_file);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std::string& trace_path, double timeout_s) {
   static const std::string digest_library = device_digest_library();  // found before any fork
   const pid_t pid = ::fork();
   if (pid < 0) fail_environment(std::string("cannot start a process: ") + std::strerror(errno));
   if (pid == 0) {
+    ::setpgid(0, 0);  // a group of its own, which a timeout or d9m's end kills whole (its children too)
     ::setenv("D9M_TRIAL", std::to_string(trial).c_str(), 1);
     ::setenv("D9M_TRACE", trace_path.c_str(), 1);
     if (!digest_library.empty()) ::setenv("D9M_DEVICE_DIGEST_LIBRARY", digest_library.c_str(), 0);  // the caller's wins
@@ -269,10 +287,25 @@ void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std
     std::fprintf(stderr, "d9m: exec: cannot run %s: %s\n", cmd[0].c_str(), std::strerror(errno));
     std::_Exit(127);
   }
+  ::setpgid(pid, pid);  // (also here: whichever runs first)
+  g_trial_group = pid;
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) fail_environment(std::string("waiting for the program: ") + std::strerror(errno));
   const std::string what = "trial " + std::to_string(trial) + ": `" + command_text(cmd) + "` ";
+  if (timeout_s > 0) {
+    const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout_s * 1000)));
+    if (!wait_child_for(pid, status, limit)) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      g_trial_group = 0;
+      fail_usage(what + "did not end within " + json(timeout_s).dump() + " s (--timeout); it was killed, with its process "
+                 "group, and nothing was stored");
+    }
+  } else {
+    while (::waitpid(pid, &status, 0) < 0)
+      if (errno != EINTR) fail_environment(std::string("waiting for the program: ") + std::strerror(errno));
+  }
+  g_trial_group = 0;
   if (WIFSIGNALED(status)) fail_usage(what + "was killed by signal " + std::to_string(WTERMSIG(status)) + "; nothing was stored");
   if (WEXITSTATUS(status) == 127) fail_usage(what + "could not be started (exit 127); nothing was stored");
   if (WEXITSTATUS(status) != 0) fail_usage(what + "exited with status " + std::to_string(WEXITSTATUS(status)) + "; nothing was stored");
@@ -381,9 +414,14 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
   if (fd < 0) fail_environment(std::string("cannot make a temporary trace file: ") + std::strerror(errno));
   ::close(fd);
   const std::string trace_path = trace_template;
+  std::snprintf(g_trace_file, sizeof g_trace_file, "%s", trace_template);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, end_trial_on_signal);
   struct Remove {
     std::string p;
-    ~Remove() { std::remove(p.c_str()); }
+    ~Remove() {
+      g_trace_file[0] = '\0';
+      std::remove(p.c_str());
+    }
   } cleanup{trace_path};
 
   std::vector<std::string> names;                         // outputs as trial 0 had them
@@ -404,7 +442,7 @@ ProgramTrials run_program_trials(const ProgramOptions& opt) {
     if (const std::int64_t wait = previous_end + kFreshSlack + 1000000 - now_ns(); trial > 0 && wait > 0)
       std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
     const std::int64_t start = now_ns();
-    run_once(opt.command, trial, trace_path);
+    run_once(opt.command, trial, trace_path, opt.timeout_s);
     previous_end = now_ns();
     out.elapsed_ns.push_back(previous_end - start);
     std::size_t k = 0;

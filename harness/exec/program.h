@@ -21,6 +21,7 @@ struct ProgramOptions {
   std::vector<std::string> outputs;  // globs (glob(3)) relative to the working directory
   std::int64_t trials = 3;
   std::string name;                  // the cases' op is "exec:NAME"; empty: from the command
+  double timeout_s = 0;              // a trial running longer is killed (its process group) and refused; 0: no limit
   std::string arguments_json = "[]";
 };
 
