@@ -67,9 +67,40 @@ class StoreReliabilityTest : public test::ScratchDirTest {
     const RunSummary r = run_audit(cat, stored, s, opt);
     RunInfo info{random_run_id(), utc_now(), "host", "[]", "[]", cat.digest, opt.trials, 1, plan_digest(plan, opt.trials, 1)};
     s.begin_run(collect_fingerprint(probe_gpus()), info);
-    sql::exec(s.db(), "INSERT INTO case_runs SELECT '" + info.id + "', case_id, status, detail, claim_determinism, claim_source,"
-                      " claim_reason, claim_bit_equal_to, trials, distinct_digests, median_ns, min_ns, seq, chain, role,"
-                      " invariance, num + 1000, value_check FROM case_runs WHERE run_id = '" + r.run_id + "'");
+    // The stored cases, written into the run of the whole plan as the run writes them (their
+    // chain links its own): a resume verifies the store first, so rows merely copied from the
+    // other run, which broke its chain, would not resume.
+    sql::Statement cases(s.db(),
+                         "SELECT c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params, c.seed, c.input_digest,"
+                         " c.output_dtype, c.output_shape, c.dtype, c.math, cr.status, cr.detail, cr.claim_determinism,"
+                         " cr.claim_source, cr.claim_reason, cr.claim_bit_equal_to, cr.trials, cr.distinct_digests, cr.median_ns,"
+                         " cr.min_ns, cr.role, cr.invariance, cr.value_check FROM case_runs cr JOIN cases c ON c.id = cr.case_id"
+                         " WHERE cr.run_id = ? ORDER BY cr.seq");
+    cases.bind(1, r.run_id);
+    std::vector<std::pair<CaseRecord, CaseRunRecord>> rows;
+    while (cases.step()) {
+      CaseRecord c{cases.text(0), cases.text(1), cases.text(2), cases.text(3), cases.text(4), cases.text(5), cases.text(6),
+                   static_cast<std::uint64_t>(cases.integer(7)), cases.text(8), cases.text(9), cases.text(10), cases.text(11),
+                   cases.text(12)};
+      CaseRunRecord cr{status_from_string(cases.text(13)), cases.text(14), cases.text(15), cases.text(16), cases.text(17),
+                       cases.text(18), cases.integer(19), cases.integer(20),
+                       cases.is_null(21) ? std::nullopt : std::optional<std::int64_t>(cases.integer(21)),
+                       cases.is_null(22) ? std::nullopt : std::optional<std::int64_t>(cases.integer(22)), cases.text(23),
+                       cases.text(24), cases.text(25)};
+      rows.emplace_back(std::move(c), std::move(cr));
+    }
+    for (const auto& [c, cr] : rows) {
+      sql::Statement t(s.db(), "SELECT trial, digest, elapsed_ns, diff_count, diff_max_abs, diff_max_ulp, diff_first_index, choice"
+                               " FROM trials WHERE run_id = ? AND case_id = ? ORDER BY trial");
+      t.bind(1, r.run_id).bind(2, c.id);
+      std::vector<TrialRecord> trials;
+      while (t.step())
+        trials.push_back({t.integer(0), t.text(1), t.integer(2),
+                          t.is_null(3) ? std::nullopt
+                                       : std::optional<DiffStats>(DiffStats{t.integer(3), t.real(4), t.integer(5), t.integer(6)}),
+                          t.text(7)});
+      s.put_case(info.id, c, cr, trials);
+    }
   }
 };
 
