@@ -162,11 +162,6 @@ struct Side {
   }
 };
 
-std::string real_path(const std::string& p) {
-  char buf[PATH_MAX];
-  return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-
 // The names of the parameters a pipeline definition updates: state (first used as an input)
 // that an op writes.
 std::set<std::string> updated_state(const json& definition) {
@@ -224,7 +219,7 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
   // Element counts are stored against trial 0 of the same run: they describe b against a
   // exactly when a is that trial 0.
   d.stats_known = ca.op.rfind("pipeline:", 0) == 0 && ta == 0 && sa.run_id == sb.run_id && ca.case_id == cb.case_id &&
-                  real_path(sa.operand.store) == real_path(sb.operand.store);
+                  real_path_or_self(sa.operand.store) == real_path_or_self(sb.operand.store);
   const json definition = parse_stored_json(ca.params);
   const std::set<std::string> params = updated_state(definition);
   std::map<std::string, std::string> output_of;  // op name -> the tensor it writes

@@ -229,12 +229,7 @@ void refuse_live_runs(sqlite3* db, const std::string& lease_key, const std::stri
 
 // `out` as `d9m run --db` writes it: a symlink's final target (a rename over the link would
 // replace the link, and the store would fork).
-std::string real_output(const std::string& out) {
-  char* real = ::realpath(out.c_str(), nullptr);
-  const std::string target = real ? real : out;
-  std::free(real);
-  return target;
-}
+std::string real_output(const std::string& out) { return real_path_or_self(out); }
 
 // A merge writes OUT.merging-HOST-PID-RANDOM and renames it into place. One killed before it
 // could clean up (SIGKILL, a power cut) leaves that file behind; the next merge into the same OUT

@@ -494,11 +494,8 @@ void Store::mark_dead_runs_interrupted() {
   }
 }
 
-Store::Store(sqlite3* db, std::string path, int schema) : db_(db), path_(std::move(path)), schema_(schema) {
-  char* real = ::realpath(path_.c_str(), nullptr);
-  lease_key_ = real ? real : path_;
-  std::free(real);
-}
+Store::Store(sqlite3* db, std::string path, int schema)
+    : db_(db), path_(std::move(path)), lease_key_(real_path_or_self(path_)), schema_(schema) {}
 
 bool Store::replaced() const {
   struct stat st {};
