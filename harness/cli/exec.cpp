@@ -70,6 +70,8 @@ void add_exec(CLI::App& app, std::vector<Verb>& verbs, const std::vector<std::st
       ->check(finite_seconds());
   c->add_option("--db", o->db, "store file");
   c->add_option("command", o->opt.command, "-- COMMAND ARGS...")->required();
+  c->footer("Every trial gets the same standard input: a file given with < FILE, read from where it stood, or else /dev/null\n"
+            "(a terminal or a pipe cannot be replayed).");
   c->prefix_command(false);
   verbs.push_back({c, [o] { return exec(*o); }});
 }

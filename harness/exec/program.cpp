@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,8 +11,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
-#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -271,12 +270,43 @@ extern "C" void end_trial_on_signal(int sig) {
   ::raise(sig);
 }
 
+// What every trial reads on its standard input: the same bytes, or none (found by review: the
+// trials inherited d9m's stdin, so with `< input` or a pipe the first trial read it all and the
+// later ones read nothing, a difference d9m then reported as the program's; from a terminal, a
+// trial in its own process group was stopped by SIGTTIN). A regular file is read by every trial
+// from where it stood when d9m started; anything else (a terminal, a pipe, a socket) cannot be
+// replayed, and every trial reads /dev/null instead.
+struct TrialStdin {
+  bool replay = false;  // stdin is a regular file: seek back to `offset` in each trial
+  off_t offset = 0;
+};
+TrialStdin trial_stdin() {
+  TrialStdin in;
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t at = ::lseek(STDIN_FILENO, 0, SEEK_CUR);
+    if (at >= 0) in = {true, at};
+  }
+  return in;
+}
+
 void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std::string& trace_path, double timeout_s) {
   static const std::string digest_library = device_digest_library();  // found before any fork
+  static const TrialStdin input = trial_stdin();                       // as d9m found it, before any trial read it
   const pid_t pid = ::fork();
   if (pid < 0) fail_environment(std::string("cannot start a process: ") + std::strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);  // a group of its own, which a timeout or d9m's end kills whole (its children too)
+    if (input.replay) {
+      if (::lseek(STDIN_FILENO, input.offset, SEEK_SET) != input.offset) {
+        std::fprintf(stderr, "d9m: exec: cannot rewind standard input for trial %lld: %s\n", static_cast<long long>(trial),
+                     std::strerror(errno));
+        std::_Exit(127);
+      }
+    } else if (const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null < 0 || ::dup2(null, STDIN_FILENO) < 0) {
+      std::fprintf(stderr, "d9m: exec: cannot open /dev/null as standard input: %s\n", std::strerror(errno));
+      std::_Exit(127);
+    }
     ::setenv("D9M_TRIAL", std::to_string(trial).c_str(), 1);
     ::setenv("D9M_TRACE", trace_path.c_str(), 1);
     if (!digest_library.empty()) ::setenv("D9M_DEVICE_DIGEST_LIBRARY", digest_library.c_str(), 0);  // the caller's wins

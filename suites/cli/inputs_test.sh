@@ -281,6 +281,18 @@ holds "nothing was stored for a trial that did not end" test ! -e hang.sqlite
 printf 'old,precious,data\n' > results.csv
 expect "exec: a file appended to by each trial" 1 "^ND 2/2 results\.csv" "$D9M" exec -n 2 --db exec.sqlite --outputs results.csv -- sh -c 'echo result,42 >> results.csv'
 [[ $(head -1 results.csv) == old,precious,data ]] || { echo "FAIL: exec lost the user's results.csv"; failures=$((failures + 1)); }
+# Every trial reads the same standard input (found by review: the trials inherited d9m's, so the
+# first read a file or pipe to its end and the later ones read nothing: ND for a deterministic
+# program). A file is read by each trial from where it stood; a pipe cannot be replayed, and each
+# trial reads nothing.
+printf 'first\nsecond\nthird\n' > lines.txt
+READ_ONE=(sh -c 'read x; echo "[$x]" > line.txt')
+expect "exec: every trial reads the same file on stdin" 0 "^D +line\.txt" "$D9M" exec -n 3 --db exec.sqlite --outputs line.txt -- "${READ_ONE[@]}" < lines.txt
+holds "exec: a trial read stdin's file from its start" test "$(cat line.txt)" = "[first]"
+{ read -r _; expect "exec: from where d9m's stdin stood" 0 "^D +line\.txt" "$D9M" exec -n 2 --db exec.sqlite --outputs line.txt -- "${READ_ONE[@]}"; } < lines.txt
+holds "exec: a trial read stdin's file from where it stood" test "$(cat line.txt)" = "[second]"
+expect "exec: a pipe on stdin is read by no trial" 0 "^D +line\.txt" "$D9M" exec -n 3 --db exec.sqlite --outputs line.txt -- "${READ_ONE[@]}" < <(cat lines.txt)
+holds "exec: a trial read nothing from a pipe" test "$(cat line.txt)" = "[]"
 # A .npy whose header changes with the same data bytes (only the data is digested) gave D.
 cat > header.py << 'PY'
 import os, struct
