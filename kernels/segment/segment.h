@@ -4,8 +4,11 @@
 //   output[s,:] = the reduction of the rows data[r,:] with segment_ids[r] == s, in increasing r
 // TensorFlow sizes the output segment_ids[R-1] + 1; here S is a parameter and the fill makes the
 // last id S - 1 (ids drawn in [0, S) and sorted: segment lengths vary and some are empty).
-// Empty segments hold what TensorFlow writes there: 0 (sum, mean), 1 (prod), and the dtype's
-// lowest finite value (max, Eigen's NumTraits<T>::lowest()).
+// Empty segments hold what TensorFlow writes there: 0 (sum, mean, max), 1 (prod). SegmentMax's
+// documentation: "If the max is empty for a given segment ID i, output[i] = 0" (its CPU kernel
+// registers 0 as the empty value, its GPU kernel starts from lowest() and writes 0 where a segment
+// is empty); the dtype's lowest finite value is UnsortedSegmentMax's, not this op's (found by an
+// oracle audit: an earlier version filled empty max segments with lowest()).
 // Every step is one operation in the dtype with one rounding (half.h add/mul), as the atomics of
 // TensorFlow's GPU kernels on T; mean is the segment's sum divided by its row count, in Acc<T>,
 // rounded once. max is exact in any order, so its atomic variants are deterministic by
@@ -35,7 +38,7 @@ D9M_HD inline T lowest() {
   else return BFloat16{0xFF7Fu};                                     // -(2 - 2^-7) * 2^127
 }
 
-// The value a segment starts from (and an empty one keeps, but mean's, which is 0 either way).
+// The value a segment starts from (an empty one ends as empty_value() says).
 template <class T>
 D9M_HD inline T identity(Reduction r) {
   switch (r) {
@@ -62,6 +65,16 @@ D9M_HD inline T mean_of(T sum, std::int64_t count) {
   return narrow<T>(widen(sum) / static_cast<Acc<T>>(count));
 }
 
+// Whether an output needs a last step once its segment's `count` rows are folded in: mean's
+// division, and max's empty segments, which started from lowest() and are 0.
+D9M_HD inline bool has_last_step(Reduction r) { return r == Reduction::mean || r == Reduction::max; }
+template <class T>
+D9M_HD inline T last_step(Reduction r, T acc, std::int64_t count) {
+  if (r == Reduction::mean) return mean_of(acc, count);
+  if (r == Reduction::max && count == 0) return T{};  // +0
+  return acc;
+}
+
 // First row of segment s: the number of ids below s (the ids are sorted).
 D9M_HD inline std::int64_t segment_start(const std::int32_t* ids, std::int64_t rows, std::int64_t s) {
   std::int64_t lo = 0, hi = rows;
@@ -80,7 +93,7 @@ D9M_HD inline T gather(const Geometry& g, const T* data, const std::int32_t* ids
   const std::int64_t begin = segment_start(ids, g.rows, s), end = segment_start(ids, g.rows, s + 1);
   T acc = identity<T>(g.reduction);
   for (std::int64_t r = begin; r < end; ++r) acc = combine(g.reduction, acc, data[r * g.depth + k]);
-  return g.reduction == Reduction::mean ? mean_of(acc, end - begin) : acc;
+  return last_step(g.reduction, acc, end - begin);
 }
 
 }  // namespace d9m::segment

@@ -26,15 +26,15 @@ void fill_identity(const KernelArgs& a) {
   std::fill(a.out<T>(), a.out<T>() + g.segments * g.depth, identity<T>(g.reduction));
 }
 
-// mean: every output row's sum divided by its segment's row count.
+// Every output row's last step (mean's division, max's empty segments) by its segment's row count.
 template <class T>
-void divide_by_counts(const KernelArgs& a) {
+void finish_segments(const KernelArgs& a) {
   const auto& g = a.problem.geom<Geometry>();
   const auto* ids = a.in<std::int32_t>(1);
   T* out = a.out<T>();
   for (std::int64_t s = 0; s < g.segments; ++s) {
     const std::int64_t count = segment_start(ids, g.rows, s + 1) - segment_start(ids, g.rows, s);
-    for (std::int64_t k = 0; k < g.depth; ++k) out[s * g.depth + k] = mean_of(out[s * g.depth + k], count);
+    for (std::int64_t k = 0; k < g.depth; ++k) out[s * g.depth + k] = last_step(g.reduction, out[s * g.depth + k], count);
   }
 }
 
@@ -50,7 +50,7 @@ void serial(const KernelArgs& a, T) {
       T& o = out[ids[r] * g.depth + k];
       o = combine(g.reduction, o, data[r * g.depth + k]);
     }
-  if (g.reduction == Reduction::mean) divide_by_counts<T>(a);
+  if (has_last_step(g.reduction)) finish_segments<T>(a);
 }
 
 template <class T>
@@ -98,7 +98,7 @@ void atomic(const KernelArgs& a, T) {
         atomic_update(&out[ids[r] * g.depth + k], [&](T acc) { return combine(g.reduction, acc, v); });
       }
   });
-  if (g.reduction == Reduction::mean) divide_by_counts<T>(a);
+  if (has_last_step(g.reduction)) finish_segments<T>(a);
 }
 
 std::vector<VariantDef> variants(const std::string& op, Reduction r) {

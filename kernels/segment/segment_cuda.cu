@@ -1,7 +1,8 @@
 // CUDA variants of the segment family:
 //   cuda.atomic   one thread per data element folds it into its output with an atomic: the
 //                 hardware's atomicAdd for sum and mean (as TensorFlow's kernels), a
-//                 compare-and-swap loop for prod and max; mean then divides by the counts
+//                 compare-and-swap loop for prod and max; mean then divides by the counts, and
+//                 max's empty segments, which started from the lowest value, are set to 0
 //   cuda.ordered  one thread per output element gathers its segment's rows in increasing r
 //                 (segment.h): cpu.serial's bits, no sort, memory of the output only
 #include <type_traits>
@@ -58,10 +59,10 @@ void atomic(const KernelArgs& a, T) {
     if (g.reduction == Reduction::sum || g.reduction == Reduction::mean) accumulate::cuda::atomic_add(o, v);
     else atomic_update(o, [&](T acc) { return combine(g.reduction, acc, v); });
   });
-  if (g.reduction == Reduction::mean)
+  if (has_last_step(g.reduction))  // mean's division, max's empty segments
     cuda::for_each_index(a, static_cast<std::size_t>(g.segments * g.depth), [=] __device__(std::size_t i) {
       const auto s = static_cast<std::int64_t>(i) / g.depth;
-      out[i] = mean_of(out[i], segment_start(ids, g.rows, s + 1) - segment_start(ids, g.rows, s));
+      out[i] = last_step(g.reduction, out[i], segment_start(ids, g.rows, s + 1) - segment_start(ids, g.rows, s));
     });
 }
 

@@ -58,6 +58,6 @@ D9M_REGISTER_OP(segment_op("segment_mean", Reduction::mean,
 D9M_REGISTER_OP(segment_op("segment_prod", Reduction::prod,
                            "SegmentProd: out[s, :] = product of data[r, :] over the sorted segment_ids[r] == s (1 if empty)", 1e-5));
 D9M_REGISTER_OP(segment_op("segment_max", Reduction::max,
-                           "SegmentMax: out[s, :] = max of data[r, :] over the sorted segment_ids[r] == s (lowest if empty)", 0.0));
+                           "SegmentMax: out[s, :] = max of data[r, :] over the sorted segment_ids[r] == s (0 if empty)", 0.0));
 
 }  // namespace d9m::segment

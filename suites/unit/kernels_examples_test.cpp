@@ -147,19 +147,20 @@ TEST(Examples, ScatterFamily) {
 }
 
 TEST(Examples, SegmentReductions) {
-  // Rows (1, 2), (3, 4), (5, 6), (-7, 0.5) with sorted ids 0, 0, 2, 2 into 4 segments: segment 1
-  // and 3 are empty and hold the reduction's empty value (0, 0, 1, the lowest float).
+  // Rows (1, 2), (3, 4), (5, -6), (-7, -0.5) with sorted ids 0, 0, 2, 2 into 4 segments: segment
+  // 1 and 3 are empty and hold TensorFlow's empty value (0 for sum, mean and max, 1 for prod:
+  // SegmentMax's is 0, not the lowest float as UnsortedSegmentMax's), and a segment whose rows are
+  // all negative keeps its negative maximum (-0.5).
   const nlohmann::json params = {{"rows", 4}, {"depth", 2}, {"num_segments", 4}};
-  const std::vector<double> data{1, 2, 3, 4, 5, 6, -7, 0.5}, ids{0, 0, 2, 2};
-  const float lowest = -std::numeric_limits<float>::max();
+  const std::vector<double> data{1, 2, 3, 4, 5, -6, -7, -0.5}, ids{0, 0, 2, 2};
   auto cc = config("segment_sum", params);
-  expect_all_variants("segment_sum", cc, inputs_from(cc.problem, {data, ids}), {4, 6, 0, 0, -2, 6.5, 0, 0});
+  expect_all_variants("segment_sum", cc, inputs_from(cc.problem, {data, ids}), {4, 6, 0, 0, -2, -6.5, 0, 0});
   cc = config("segment_mean", params);
-  expect_all_variants("segment_mean", cc, inputs_from(cc.problem, {data, ids}), {2, 3, 0, 0, -1, 3.25, 0, 0});
+  expect_all_variants("segment_mean", cc, inputs_from(cc.problem, {data, ids}), {2, 3, 0, 0, -1, -3.25, 0, 0});
   cc = config("segment_prod", params);
   expect_all_variants("segment_prod", cc, inputs_from(cc.problem, {data, ids}), {3, 8, 1, 1, -35, 3, 1, 1});
   cc = config("segment_max", params);
-  expect_all_variants("segment_max", cc, inputs_from(cc.problem, {data, ids}), {3, 4, lowest, lowest, 5, 6, lowest, lowest});
+  expect_all_variants("segment_max", cc, inputs_from(cc.problem, {data, ids}), {3, 4, 0, 0, 5, -0.5, 0, 0});
 }
 
 TEST(Examples, Bincount) {
