@@ -39,7 +39,9 @@ int report(const ReportArgs& a) {
                   "before");
   }
   // Every read on the same connection: inside the audit's snapshot.
-  StoreReport report(store, a.run_id.empty() ? std::nullopt : std::optional(a.run_id), a.stacks);
+  std::optional<std::string> run;  // a whole id, or its start as the reports print it (12 characters)
+  if (!a.run_id.empty()) run = store.run_id_with_prefix(a.run_id, "--run " + a.run_id);
+  StoreReport report(store, run, a.stacks);
   if (a.audit) report.data().store_sha256 = sha256_file(store.path());
   write_output(a.output, report.render(a.format, a.audit));
   const Verdict& verdict = report.model().verdict;
@@ -55,7 +57,7 @@ void add_report(CLI::App& app, std::vector<Verb>& verbs) {
   c->add_option("--db", o->db, "store file");
   c->add_option("--format", o->format, "md, html, json, junit or csv");
   c->add_option("-o,--output", o->output, "file to write (default: standard output)");
-  c->add_option("--run", o->run_id, "only this run");
+  c->add_option("--run", o->run_id, "only this run (its id, or enough of its start to name one run)");
   c->add_flag("--audit", o->audit, "the audit report for regulated use (md, html)");
   c->add_flag("--no-verify", o->no_verify, "render without verifying the store first (faster; an edited store renders as edited)")
       ->excludes("--audit");

@@ -110,15 +110,10 @@ struct Side {
       }
       std::tie(run_id, started_at) = runs.front();
     } else {
-      sql::Statement s(store.db(), "SELECT id, started_at FROM runs WHERE substr(id, 1, length(?1)) = ?1");
-      s.bind(1, o.run_prefix);
-      int n = 0;
-      while (s.step()) {
-        ++n;
-        run_id = s.text(0);
-        started_at = s.text(1);
-      }
-      if (n != 1) fail_usage(o.store + ": " + (n ? "more than one run" : "no run") + " with id prefix '" + o.run_prefix + "'");
+      run_id = store.run_id_with_prefix(o.run_prefix, o.store + "@run:" + o.run_prefix);
+      sql::Statement s(store.db(), "SELECT started_at FROM runs WHERE id = ?");
+      s.bind(1, run_id);
+      if (s.step()) started_at = s.text(0);
     }
   }
 

@@ -49,6 +49,18 @@ std::string random_run_id() {
 }
 
 
+std::string Store::run_id_with_prefix(const std::string& prefix, const std::string& what) const {
+  if (prefix.empty()) fail_usage(what + ": expected a run id or the start of one");
+  sql::Statement s(db_, "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 3");
+  s.bind(1, prefix);
+  std::vector<std::string> ids;
+  while (s.step()) ids.push_back(s.text(0));
+  if (ids.size() == 1) return ids.front();
+  if (ids.empty()) fail_usage(what + ": no run in " + path_ + " has an id starting with '" + prefix + "'");
+  fail_usage(what + ": more than one run in " + path_ + " has an id starting with '" + prefix + "' (" + ids[0] + ", " + ids[1] +
+             (ids.size() > 2 ? ", ..." : "") + "): give more of the id");
+}
+
 std::string Store::begin_run(const Fingerprint& fp, const RunInfo& info) {
   // The lease before the row: nobody may see the run 'running' while no one holds it.
   RunLease lease;

@@ -121,6 +121,10 @@ class Store {
   int schema_version() const { return schema_; }  // a read-only store may be older than this build
   const std::string& notice() const { return notice_; }  // what open() did that a user should know
 
+  // The one run whose id starts with `prefix` (reports print the first 12 characters of an id);
+  // Error(usage) naming `what` (the option or operand) when no run or several do.
+  std::string run_id_with_prefix(const std::string& prefix, const std::string& what) const;
+
   // Whether the run is really running: its state says so and its writer still holds the lease.
   bool run_alive(const std::string& run_id) const { return RunLease::taken(lease_key_, run_id); }
 

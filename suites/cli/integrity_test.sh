@@ -186,6 +186,10 @@ for f in json md html junit; do
   "$D9M" report --db a.sqlite --format $f --run "$FIRST" -o part.$f
   "$D9M" attest --db a.sqlite --report part.$f --key key.pem -o x.att 2> err; check "item 7: a $f report of one run" 2 $? err "rendered from part of the store"
 done
+# --run takes the start of an id, as the reports print it (12 characters).
+"$D9M" report --db a.sqlite --format md --run "${FIRST:0:12}" -o short.md 2> err; check "report --run with the 12 characters printed" 0 $? short.md "^# selection: run $FIRST"
+"$D9M" report --db a.sqlite --format md --run "${FIRST:0:12}x" -o none.md 2> err; check "report --run naming no run" 2 $? err "no run in .* has an id starting with"
+[[ ! -e none.md ]] || fail "report --run naming no run wrote a report"
 grep -q '^# selection: stacks S1 ' a.md part.md && fail "item 7: a whole-store report names a selection"
 "$D9M" report --db a.sqlite --format md --stacks S1 -o part.md && grep -q '^# selection: stacks S1 ' part.md ||
   fail "item 7: a report of one stack does not name its selection"

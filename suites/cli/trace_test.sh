@@ -111,7 +111,7 @@ chart_on_screen "report" "$T/r.html" 'class="src"'
 cp "$T/s.sqlite" "$T/before.sqlite"
 "$D9M" trace diff "$T/s.sqlite#9" --setting flip 2> "$T/err"; check "no such trial" 2 $? "$T/err" 'has no trial 9'
 "$D9M" trace diff "$T/s.sqlite#x" 2> "$T/err"; check "bad trial" 2 $? "$T/err" 'expected STORE\[@run:ID\]\[#TRIAL\]'
-"$D9M" trace diff "$T/s.sqlite@run:ffff" 2> "$T/err"; check "no such run" 2 $? "$T/err" "no run with id prefix 'ffff'"
+"$D9M" trace diff "$T/s.sqlite@run:ffff" 2> "$T/err"; check "no such run" 2 $? "$T/err" "no run in .* has an id starting with 'ffff'"
 "$D9M" trace diff "$T/s.sqlite" --pipeline nope 2> "$T/err"; check "no such pipeline" 2 $? "$T/err" 'no pipeline trace matching --pipeline nope'
 "$D9M" trace diff "$T/missing.sqlite" 2> "$T/err"; check "missing store" 3 $? "$T/err" 'missing.sqlite'
 "$D9M" trace diff '#1' 2> "$T/err"; check "no store before #" 2 $? "$T/err" 'with a store before'

@@ -445,7 +445,7 @@ TEST_F(PipelineRunTest, TraceDiffRefusesTracesOfAnotherPipelineOrOtherInputs) {
   EXPECT_NE(message(a, b).find("is another pipeline"), std::string::npos) << message(a, b);
   EXPECT_NE(message(a, c).find("another pipeline"), std::string::npos) << message(a, c);  // the seed is in the definition
   EXPECT_NE(message(a + "#7", a).find("has no trial 7"), std::string::npos) << message(a + "#7", a);
-  EXPECT_NE(message(a + "@run:zz", a).find("no run with id prefix 'zz'"), std::string::npos);
+  EXPECT_NE(message(a + "@run:zz", a).find("has an id starting with 'zz'"), std::string::npos);
   // Two stores of the same pipeline compare trial 0 with trial 0.
   const std::string a2 = path("a2.sqlite");
   run(parse_catalog(bias_pipeline("cpu.ordered", 2), "p.json", Registry::global()), a2, 2);

@@ -72,6 +72,32 @@ std::int64_t count(const Store& s, const std::string& table) {
   return st.integer(0);
 }
 
+// Reports print a run by the first 12 characters of its id; `report --run` and `trace diff
+// STORE@run:ID` take that start, and refuse one that names no run or several (found by review:
+// `report --run` took a whole id only, the one the reports do not print).
+TEST_F(StoreTest, ARunIsNamedByTheStartOfItsId) {
+  Store s = Store::open(path("s.sqlite"), Store::Mode::read_write);
+  const Fingerprint fp = fingerprint_from_json({{"test", "stack"}});
+  const std::string a = "abc1" + random_run_id().substr(4), b = "abc2" + random_run_id().substr(4);
+  for (const std::string& id : {a, b}) s.begin_run(fp, RunInfo{id, utc_now(), "host", "[]", "[]", "cat", 2, 1});
+  EXPECT_EQ(s.run_id_with_prefix(a, "--run"), a);
+  EXPECT_EQ(s.run_id_with_prefix(a.substr(0, 12), "--run"), a);
+  EXPECT_EQ(s.run_id_with_prefix("abc2", "--run"), b);
+  auto refused = [&](const std::string& prefix, const std::string& why) {
+    try {
+      s.run_id_with_prefix(prefix, "--run " + prefix);
+      ADD_FAILURE() << "'" << prefix << "' named a run";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::usage);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused("abc", "more than one run in " + s.path() + " has an id starting with 'abc' (" + a + ", " + b + "): give more");
+  refused("abcz", "no run in " + s.path() + " has an id starting with 'abcz'");
+  refused("", "expected a run id or the start of one");
+  refused("%", "no run");  // matched as text, not as a LIKE pattern
+}
+
 TEST_F(StoreTest, CreatesAStoreWithItsIdentityAndWal) {
   {
     Store s = Store::open(path("a.sqlite"), Store::Mode::read_write);
