@@ -72,7 +72,10 @@ std::size_t itemsize_of(const std::string& st_dtype) {
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(s[i]);  // (appended, not concatenated: g++ 12 warned of a bound it imagined)
+  }
   return out + "]";
 }
 

@@ -30,6 +30,12 @@ using nlohmann::json;
 
 }  // namespace
 
+Store open_trace_store(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail_usage(path + ": a folder, not a store");
+  return Store::open(path, Store::Mode::read_only);
+}
+
 TraceOperand parse_trace_operand(const std::string& text) {
   TraceOperand o;
   std::string rest = text;
@@ -65,11 +71,6 @@ struct TraceRow {
   std::optional<DiffStats> diff;
 };
 
-Store open_store(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail_usage(path + ": a folder, not a store");
-  return Store::open(path, Store::Mode::read_only);
-}
 
 // One operand's store, run and the pipeline cases in it. The store is the side's own (an
 // operand of `d9m trace diff`) or the caller's, already open (`d9m report`: one connection, so
@@ -87,7 +88,7 @@ struct Side {
   // Without a run id: the newest run with a trace that `wanted` takes (--pipeline, --setting),
   // else the newest with any trace. Newest by start time, and among runs started in the same
   // second by the order they were stored (found by review: a random id decided the tie).
-  Side(const TraceOperand& o, const std::function<bool(const CaseRow&)>& wanted) : operand(o), owned(open_store(o.store)), store(*owned) {
+  Side(const TraceOperand& o, const std::function<bool(const CaseRow&)>& wanted) : operand(o), owned(open_trace_store(o.store)), store(*owned) {
     if (!has_column(store.db(), "trace", "chain"))
       fail_usage(o.store + ": no pipeline traces: the store is of schema " + std::to_string(store.schema_version()) +
                  ", before traces (run a pipeline with this d9m to make some)");
@@ -208,9 +209,25 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
       fail_usage(who->store + ": the trace of trial " + std::to_string(who->trial) + " of run " + short_id(who->run_id) +
                  " does not give its trial digest " + short_id(who->trial_digest) + " (edited? `d9m verify` says where)");
   }
-  if (ra.size() != rb.size())
-    fail_usage("the traces of " + ca.op + " differ in length (" + std::to_string(ra.size()) + " and " + std::to_string(rb.size()) +
-               " op rows): not the same pipeline run");
+  // Where the two traces stop running the same ops. A pipeline's ops are fixed by its definition,
+  // so there that means another pipeline (refused). A program's depend on its own control flow
+  // (found by audit: a racing op that sent one trial down another branch, or a trial that ran one
+  // op more, was refused instead of named): the rows before the split are compared as usual, and
+  // what comes after it differs.
+  const bool program = ca.op.rfind("exec:", 0) == 0;
+  const auto same_op = [](const TraceRow& x, const TraceRow& y) {
+    return x.step == y.step && x.position == y.position && x.name == y.name && x.op == y.op;
+  };
+  std::size_t split = 0;
+  while (split < std::min(ra.size(), rb.size()) && same_op(ra[split], rb[split])) ++split;
+  const bool parted = split < std::max(ra.size(), rb.size());
+  if (parted && !program) {
+    if (split == std::min(ra.size(), rb.size()))
+      fail_usage("the traces of " + ca.op + " differ in length (" + std::to_string(ra.size()) + " and " + std::to_string(rb.size()) +
+                 " op rows): not the same pipeline run");
+    fail_usage("the traces of " + ca.op + " differ at row " + std::to_string(split) + " (step " + std::to_string(ra[split].step) + " op " +
+               ra[split].name + " against step " + std::to_string(rb[split].step) + " op " + rb[split].name + "): not the same pipeline");
+  }
   // Element counts are stored against trial 0 of the same run: they describe b against a
   // exactly when a is that trial 0.
   d.stats_known = ca.op.rfind("pipeline:", 0) == 0 && ta == 0 && sa.run_id == sb.run_id && ca.case_id == cb.case_id &&
@@ -224,12 +241,9 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
         output_of[op["name"].get<std::string>()] = op["output"].get<std::string>();
   std::set<std::string> swapped;
   std::map<std::int64_t, StepDivergence> steps;
-  for (std::size_t i = 0; i < ra.size(); ++i) {
+  for (std::size_t i = 0; i < split; ++i) {
     const TraceRow& x = ra[i];
     const TraceRow& y = rb[i];
-    if (x.step != y.step || x.position != y.position || x.name != y.name || x.op != y.op)
-      fail_usage("the traces of " + ca.op + " differ at row " + std::to_string(i) + " (step " + std::to_string(x.step) + " op " +
-                 x.name + " against step " + std::to_string(y.step) + " op " + y.name + "): not the same pipeline");
     TraceOpRow row{x.step, x.position, x.name, x.op, x.variant, y.variant, x.inputs == y.inputs, x.digest == y.digest, std::nullopt,
                    params.count(output_of[x.name]) > 0};
     if (d.stats_known && !row.output_equal) row.diff = y.diff;
@@ -269,23 +283,61 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
       src.claim_source = to_string(c.source);
       src.claim_reason = c.reason;
       d.source = std::move(src);
-    } else if (!row.inputs_equal && ca.op.rfind("exec:", 0) == 0) {
+    } else if (!row.inputs_equal && !row.output_equal && program) {
       // A program's untraced code (or another process's data) changed an input: the divergence
-      // entered outside the traced ops, before this one.
+      // entered outside the traced ops, before this one. (Where the output is equal all the same,
+      // nothing traced diverged there: found by audit, a source was named for traces whose every
+      // output agreed.)
       TraceSource src;
       src.row = row;
       src.outside = true;
       src.claim_determinism = "unknown";
-      src.claim_reason = "the inputs of this op already differ, and no traced op before it does";
+      src.claim_reason = "its inputs already differ and no traced op before it does (untraced code, or data from outside the "
+                         "program, diverged)";
       d.source = std::move(src);
-    } else if (!row.inputs_equal && !d.source) {
+    } else if (!row.inputs_equal && !program) {
       fail_usage("the traces of " + ca.op + " disagree with themselves: op " + x.name + " at step " + std::to_string(x.step) +
                  " has other inputs, yet no op before it differs (`d9m verify` checks whether the store was edited)");
     }
   }
+  if (parted) {
+    // Past the split every op of either side counts as a differing output, in the step of a's row
+    // (b's where a has ended).
+    const auto where = [](const std::vector<TraceRow>& rows, std::size_t i) {
+      return i < rows.size() ? "`" + rows[i].name + "` (step " + std::to_string(rows[i].step) + ", op " + std::to_string(rows[i].position) + ")"
+                             : std::string("nothing (its trace ends)");
+    };
+    d.notes.push_back("the two traces part after " + std::to_string(split) + " op(s): a runs " + where(ra, split) + ", b runs " +
+                      where(rb, split) + "; every op from there on is counted as differing");
+    for (std::size_t i = split; i < std::max(ra.size(), rb.size()); ++i) {
+      const TraceRow& r = i < ra.size() ? ra[i] : rb[i];
+      StepDivergence& s = steps[r.step];
+      s.step = r.step;
+      ++s.outputs;
+      ++s.differing_outputs;
+    }
+    if (d.source) {
+      d.propagated += static_cast<std::int64_t>(std::max(ra.size(), rb.size()) - split);
+    } else {
+      // Every op before the split agreed, inputs and outputs: the program chose another path on
+      // something no traced op computed.
+      const TraceRow& r = split < ra.size() ? ra[split] : rb[split];
+      TraceSource src;
+      src.row = TraceOpRow{r.step, r.position, r.name, r.op, split < ra.size() ? ra[split].variant : "", split < rb.size() ? rb[split].variant : "",
+                           false, false, std::nullopt, false};
+      src.outside = true;
+      src.claim_determinism = "unknown";
+      src.claim_reason = std::string(split < std::min(ra.size(), rb.size()) ? "the two traces run other ops from here"
+                                                                              : "one trace ends here and the other goes on") +
+                         ", and every traced op before agrees: the program's own code chose another path on something no traced "
+                         "op computed";
+      d.source = std::move(src);
+      d.propagated = static_cast<std::int64_t>(std::max(ra.size(), rb.size()) - split) - 1;
+    }
+  }
   for (auto& [_, s] : steps) d.by_step.push_back(s);
   d.steps = static_cast<std::int64_t>(d.by_step.size());
-  d.ops_per_step = d.steps ? static_cast<std::int64_t>(ra.size()) / d.steps : 0;
+  d.ops_per_step = d.steps ? static_cast<std::int64_t>(std::max(ra.size(), rb.size())) / d.steps : 0;
   if (!swapped.empty()) {
     std::string list;
     for (const auto& s : swapped) list += (list.empty() ? "" : ", ") + s;
@@ -349,7 +401,10 @@ std::vector<TraceDiff> diff_traces(const TraceOperand& a, const std::optional<Tr
     std::int64_t ta = a.trial.value_or(0), tb = 0;
     if (b && b->trial) {
       tb = *b->trial;
-    } else if (!b || (sb.run_id == sa.run_id && cb->case_id == ca.case_id)) {
+    } else if (!b || (sb.run_id == sa.run_id && cb->case_id == ca.case_id &&
+                      real_path_or_self(a.store) == real_path_or_self(b->store))) {
+      // (Two stores that hold the same run, a copy or a merge, are two stores: trial 0 of each,
+      // as the operands say. Found by audit: they were taken for one run.)
       // One run: trial ta against the first trial whose trajectory differs from it, else the next one.
       tb = first_differing_trial(sa.trial_digests(ca.case_id), ta).value_or(ta == 0 ? 1 : 0);
     }
@@ -426,13 +481,15 @@ std::string render_trace_diff_markdown(const std::vector<TraceDiff>& diffs) {
       const TraceOpRow& r = d.source->row;
       if (d.source->outside)
         m += "**Source: outside the traced ops**, before step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" +
-             r.name + "` (" + r.op + "): its inputs already differ and no traced op before it does (untraced code, or data "
-             "from outside the program, diverged).\n\n";
+             r.name + "` (" + r.op + "): " + d.source->claim_reason + ".\n\n";
       else
         m += "**Source:** step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " `" + r.name + "` (" + r.op + ", " +
              variants_text(r) + "): its inputs are bit-equal on both sides and its output differs" + stats_text(r.diff) + ".\n\n";
-      m += "Claim of " + d.source->claim_variant + ": " + d.source->claim_determinism +
-           (d.source->claim_source.empty() ? "" : " (" + d.source->claim_source + ")") + ": " + d.source->claim_reason + "\n\n";
+      if (d.source->outside)
+        m += "No traced op is to blame, so no claim is checked.\n\n";
+      else
+        m += "Claim of " + d.source->claim_variant + ": " + d.source->claim_determinism +
+             (d.source->claim_source.empty() ? "" : " (" + d.source->claim_source + ")") + ": " + d.source->claim_reason + "\n\n";
       m += "Propagated: " + std::to_string(d.propagated) + " differing op output(s) after it.\n\n";
     } else {
       m += "**No divergence:** every op's output is bit-equal on both sides.\n\n";
@@ -569,11 +626,15 @@ std::string trace_chart_svg(const TraceDiff& d) {
 std::string trace_source_html(const TraceDiff& d) {
   if (!d.source) return "<b>No divergence:</b> every op's output is bit-equal on both sides.";
   const TraceOpRow& r = d.source->row;
-  return std::string("<b>Source") + (d.source->outside ? " (outside the traced ops, before this one)" : "") + ":</b> step " +
-         std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" + xml_escape(r.name) + "</code> (" + xml_escape(r.op) +
-         ", " + xml_escape(variants_text(r)) + "): inputs bit-equal, output differs" + xml_escape(stats_text(r.diff)) +
-         ". Claim: " + xml_escape(d.source->claim_determinism) + ": " + xml_escape(d.source->claim_reason) +
-         ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.";
+  const std::string propagated = ". Propagated: " + std::to_string(d.propagated) + " differing output(s) after it.";
+  // The same words as the Markdown (found by audit: an outside source read "inputs bit-equal").
+  if (d.source->outside)
+    return "<b>Source: outside the traced ops</b>, before step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
+           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + "): " + xml_escape(d.source->claim_reason) + propagated;
+  return "<b>Source:</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" + xml_escape(r.name) +
+         "</code> (" + xml_escape(r.op) + ", " + xml_escape(variants_text(r)) + "): inputs bit-equal, output differs" +
+         xml_escape(stats_text(r.diff)) + ". Claim of " + xml_escape(d.source->claim_variant) + ": " + xml_escape(d.source->claim_determinism) +
+         ": " + xml_escape(d.source->claim_reason) + propagated;
 }
 
 std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
@@ -582,7 +643,7 @@ std::string render_trace_diff_html(const std::vector<TraceDiff>& diffs) {
                   "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}.src{background:#fdecea;padding:.5em}"
                   ".none{background:#eafaf1;padding:.5em}code{background:#f4f4f4}</style></head><body>\n<h1>d9m trace diff</h1>\n";
   for (const TraceDiff& d : diffs) {
-    h += "<section class=\"trace\"><h2>pipeline " + xml_escape(d.pipeline) + " <small>(setting " + xml_escape(d.setting_a) +
+    h += std::string("<section class=\"trace\"><h2>") + (d.pipeline.rfind("exec:", 0) == 0 ? "program " : "pipeline ") + xml_escape(d.pipeline) + " <small>(setting " + xml_escape(d.setting_a) +
          (d.setting_b != d.setting_a ? " / " + xml_escape(d.setting_b) : "") + ", " + xml_escape(d.config) + ")</small></h2>\n";
     h += "<p>a: " + xml_escape(side_text(d.a)) + "<br>b: " + xml_escape(side_text(d.b)) + "</p>\n";
     h += std::string(d.source ? "<p class=\"src\" id=\"source\">" : "<p class=\"none\">") + trace_source_html(d) + "</p>\n";

@@ -21,6 +21,10 @@ struct TraceOperand {
   std::string run_prefix;        // empty: the newest run with traces
   std::optional<std::int64_t> trial;
 };
+
+// An operand's store, read-only; Error(usage) for a folder.
+Store open_trace_store(const std::string& path);
+
 // Parses an operand; a path that exists is taken whole (it may hold '@' or '#').
 TraceOperand parse_trace_operand(const std::string& text);
 

@@ -156,7 +156,8 @@ c.commit()" "$T/m.sqlite"
 sed 's/"name": "bias_fit"/"name": "bias_fit_again"/' "$T/p.json" > "$T/again.json"
 "$D9M" run --catalog "$T/p.json" -n 2 --pipeline bias_fit --db "$T/two.sqlite" --no-canaries -q 2> /dev/null
 "$D9M" run --catalog "$T/again.json" -n 2 --db "$T/two.sqlite" --no-canaries -q 2> /dev/null
-# The same start second for both, and the first run's id made to sort last (every run_id column).
+# The same start second for both, and the first run's id made to sort last (every run_id column):
+# an edit, which verify finds, so trace diff is told --no-verify.
 python3 -c "
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
@@ -168,7 +169,65 @@ for (table,) in c.execute(\"SELECT name FROM sqlite_master WHERE type = 'table'\
         c.execute(f'UPDATE {table} SET run_id = ?1 WHERE run_id = ?2', ('f' * 32, first))
 c.execute(\"UPDATE runs SET started_at = '2026-01-01T00:00:00Z'\")
 c.commit()" "$T/two.sqlite"
-"$D9M" trace diff --db "$T/two.sqlite" > "$T/md" 2> "$T/err"; check "the newest run of one second" 0 $? "$T/md" 'pipeline bias_fit_again'
-"$D9M" trace diff --db "$T/two.sqlite" --pipeline bias_fit > "$T/md" 2> "$T/err"; check "--pipeline: the newest run that has it" 0 $? "$T/md" 'pipeline bias_fit \('
+"$D9M" trace diff --no-verify --db "$T/two.sqlite" > "$T/md" 2> "$T/err"; check "the newest run of one second" 0 $? "$T/md" 'pipeline bias_fit_again'
+"$D9M" trace diff --no-verify --db "$T/two.sqlite" --pipeline bias_fit > "$T/md" 2> "$T/err"; check "--pipeline: the newest run that has it" 0 $? "$T/md" 'pipeline bias_fit \('
+
+# A program's trace (d9m exec) follows the program's own control flow (found by audit: traces
+# that part were refused, exit 2, instead of naming the op that diverged first). prog.py writes
+# the rows its mode and trial say; each digest is a name, padded to 32 hex digits.
+cat > "$T/prog.py" << 'PY'
+import json, os, sys
+mode, trial = sys.argv[1], int(os.environ["D9M_TRIAL"])
+h = lambda s: s.encode().hex().ljust(32, "0")[:32]
+rows = [("load", ["x"], "a"), ("flaky", ["a"], "f1" if trial == 1 and mode in ("branch", "flaky") else "f0")]
+if mode == "branch":    # the racing op's result sends trial 1 down another branch: one op more
+    rows += [("extra", ["f1"], "e")] if trial == 1 else []
+elif mode == "path":    # every op agrees, then trial 1 runs another op: untraced code chose
+    rows += [("other" if trial == 1 else "same", ["f0"], "o")]
+elif mode == "shorter": # every op agrees, and trial 1 stops early
+    rows = rows[:1] if trial == 1 else rows
+elif mode == "healed":  # an untraced input differs, and every traced output agrees
+    rows[1] = ("flaky", ["a", "t1" if trial == 1 else "t0"], "f0")
+rows += [] if mode == "shorter" and trial == 1 else [("last", [rows[-1][2]], "z")]
+with open(os.environ["D9M_TRACE"], "w") as f:
+    for i, (name, ins, out) in enumerate(rows):
+        f.write(json.dumps({"step": 0, "position": i, "name": name, "op": "test." + name, "variant": "torch.cpu",
+                            "inputs": [h(x) for x in ins], "digest": h(out)}) + "\n")
+PY
+prog() { "$D9M" exec -n 2 --db "$T/$1.sqlite" -- python3 "$T/prog.py" "$1" > /dev/null 2>&1; }
+prog branch; "$D9M" trace diff --db "$T/branch.sqlite" > "$T/md" 2> "$T/err"
+check "a trial that ran one op more: the racing op before it is the source" 1 $? "$T/md" '\*\*Source:\*\* step 0, op 1 `flaky`'
+grep -qE 'part after 2 op\(s\): a runs `last` \(step 0, op 2\), b runs `extra` \(step 0, op 2\)' "$T/md" ||
+  { echo "FAIL: where the traces part is not said"; cat "$T/md"; failures=$((failures + 1)); }
+grep -qE '^Propagated: 2 differing' "$T/md" || { echo "FAIL: the ops after the part are not propagated"; cat "$T/md"; failures=$((failures + 1)); }
+prog path; "$D9M" trace diff --db "$T/path.sqlite" > "$T/md" 2> "$T/err"
+check "traces that part with every op before agreeing: outside the traced ops" 1 $? "$T/md" '\*\*Source: outside the traced ops\*\*, before step 0, op 2 `same`.*chose another path'
+grep -q 'Claim of :' "$T/md" && { echo "FAIL: an outside source names an empty claim"; failures=$((failures + 1)); }
+"$D9M" trace diff --db "$T/path.sqlite" --format html > "$T/html" 2> "$T/err"
+check "the html says the same" 1 $? "$T/html" '<b>Source: outside the traced ops</b>, before step 0, op 2 <code>same</code>.*chose another path'
+grep -q '<h2>program exec:prog.py' "$T/html" || { echo "FAIL: the html calls a program a pipeline"; failures=$((failures + 1)); }
+grep -q 'inputs bit-equal' "$T/html" && { echo "FAIL: the html says an outside source's inputs are bit-equal"; failures=$((failures + 1)); }
+prog shorter; "$D9M" trace diff --db "$T/shorter.sqlite" > "$T/md" 2> "$T/err"
+check "a trial that stopped early" 1 $? "$T/md" 'Source: outside the traced ops.*one trace ends here and the other goes on'
+grep -q 'b runs nothing (its trace ends)' "$T/md" || { echo "FAIL: the note does not say which trace ended"; failures=$((failures + 1)); }
+prog healed; "$D9M" trace diff "$T/healed.sqlite#0" "$T/healed.sqlite#1" > "$T/md" 2> "$T/err"
+check "an input that differs where every output agrees is no divergence" 0 $? "$T/md" 'No divergence'
+# Two stores holding the same run (a copy, a merge) are compared trial 0 with trial 0.
+cp "$T/branch.sqlite" "$T/copy.sqlite"
+"$D9M" trace diff "$T/branch.sqlite" "$T/copy.sqlite" > "$T/md" 2> "$T/err"
+check "a store against its copy: trial 0 of each" 0 $? "$T/md" 'No divergence'
+grep -qE '^# b: .*copy\.sqlite run [0-9a-f]+ trial 0 ' "$T/md" || { echo "FAIL: b is not the copy's trial 0"; cat "$T/md"; failures=$((failures + 1)); }
+# trace diff compares stores that verify (found by audit: an edited input digest moved the
+# source, with no word of the edit); --no-verify compares one as it is.
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute(\"UPDATE trace SET inputs = replace(inputs, '61', '62') WHERE trial = 1 AND position = 1\")
+c.commit()" "$T/copy.sqlite"
+"$D9M" trace diff --db "$T/copy.sqlite" > "$T/md" 2> "$T/err"
+check "trace diff refuses an edited store" 1 $? "$T/err" 'copy.sqlite: does not verify, so it is not compared:.*--no-verify'
+[[ -s $T/md ]] && { echo "FAIL: trace diff wrote a comparison of an edited store"; failures=$((failures + 1)); }
+"$D9M" trace diff --db "$T/copy.sqlite" --no-verify > "$T/md" 2> "$T/err"
+check "--no-verify compares it as it is" 1 $? "$T/md" 'Source: outside the traced ops'
 
 checks_done
