@@ -1,8 +1,9 @@
 """d9m's PyTorch hook: every op PyTorch dispatches, recorded as a d9m trace row.
 
 Under ``Trace`` each aten op (and each custom op) that runs is written, as it returns, to a JSON
-Lines file: its name, the device it ran on, the d9m-digest-v1 of each input tensor and of its
-output. ``d9m exec`` sets ``D9M_TRACE`` to such a file for every trial and stores the rows, so
+Lines file: its name, the device it ran on, the d9m-digest-v1 of each input tensor as it was
+before the op ran, then one of the call's signature (every tensor argument's dtype and shape, and
+every other argument's value), and the digest of its output (with every tensor it wrote in place). ``d9m exec`` sets ``D9M_TRACE`` to such a file for every trial and stores the rows, so
 ``d9m trace diff`` names the first op whose inputs were bit-equal and whose output differed.
 
     import d9m_torch
@@ -17,6 +18,11 @@ digits, the same as d9m computes for a buffer on the CPU. An op with several ten
 the digest of their digests (each followed by a newline). CUDA tensors are digested on their GPU
 by d9m's own kernels where $D9M_DEVICE_DIGEST_LIBRARY names libd9m_device_digest.so (``d9m exec``
 sets it when its build has one), else copied to the host to be digested: the two digests are equal.
+
+Left out, because their bytes say nothing about the program (found by audit: each made a
+deterministic training loop look nondeterministic): the profiler's own ops (``torch.optim`` calls
+them; their output is a handle) and ops whose output is uninitialised memory (``empty``,
+``empty_like``, ``new_empty``, ``resize_``, ...). The op that fills such a tensor is traced.
 """
 import ctypes
 import json
@@ -84,8 +90,21 @@ def _digest_on_device(t: torch.Tensor):
 
 
 def digest(t: torch.Tensor) -> str:
-    """d9m-digest-v1 of a tensor's bytes (row-major, its own dtype)."""
+    """d9m-digest-v1 of a tensor's bytes (row-major, its own dtype).
+
+    A sparse tensor is the digest of its parts' digests (indices, then values), each followed by a
+    newline."""
     t = t.detach()
+    if t.layout != torch.strided:
+        if t.layout == torch.sparse_coo:
+            parts = [t._indices(), t._values()]
+        elif t.layout in (torch.sparse_csr, torch.sparse_bsr):
+            parts = [t.crow_indices(), t.col_indices(), t.values()]
+        elif t.layout in (torch.sparse_csc, torch.sparse_bsc):
+            parts = [t.ccol_indices(), t.row_indices(), t.values()]
+        else:
+            parts = [t.to_dense()]
+        return digest_bytes("".join(digest(p) + "\n" for p in parts).encode())
     if t.is_cuda and t.numel() > 0:
         on_device = _digest_on_device(t.contiguous())
         if on_device is not None:
@@ -101,6 +120,60 @@ def _tensors(tree):
     return [x for x in leaves if isinstance(x, torch.Tensor)]
 
 
+# Ops whose output is not the program's data: uninitialised memory, or the profiler's handles.
+_UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted",
+                  "_empty_affine_quantized", "_empty_per_channel_affine_quantized", "resize_", "resize_as_"}
+
+
+def _untraced(func) -> bool:
+    if getattr(func, "namespace", "") == "profiler":
+        return True
+    return func._schema.name.split("::")[-1] in _UNINITIALISED
+
+
+def _written(func, args, kwargs):
+    """The tensors the op writes: (every one, the out= ones). An out= argument's old contents do
+    not matter to the op (it is overwritten); an in-place argument's do (index_add_ adds to it)."""
+    written, outs = [], []
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is None or not a.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else kwargs.get(a.name)
+        ts = _tensors(value)
+        written += ts
+        if getattr(a, "is_out", False) or a.kwarg_only:
+            outs += ts
+    return written, outs
+
+
+def _signature(args, kwargs) -> str:
+    """What the call's tensors' bytes do not say: every tensor's dtype and shape, every other
+    argument's value (a type's name where its text could hold an address), as one digest."""
+    leaves, _ = tree_flatten((args, kwargs))
+    parts = []
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            parts.append(f"T {x.dtype} {tuple(x.shape)} {x.layout}")
+        elif x is None or isinstance(x, (bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
+                                         torch.memory_format)):
+            parts.append(f"{type(x).__name__} {x!r}")
+        elif isinstance(x, (tuple, list)) and all(v is None or isinstance(v, (bool, int, float)) for v in x):
+            parts.append(f"{type(x).__name__} {list(x)!r}")  # a torch.Size, which the flattening keeps whole
+        else:
+            parts.append(f"{type(x).__module__}.{type(x).__qualname__}")
+    parts.append("kwargs " + ",".join(sorted(kwargs)))
+    return digest_bytes("\n".join(parts).encode())
+
+
+def _is(t, ts):
+    return any(t is u for u in ts)
+
+
+# Where each trace file's rows stand in this process, so that a second ``Trace`` over the same file
+# goes on after the first (found by audit: it started again at step 0 and the trace was refused).
+_cursor = {}
+
+
 class Trace(TorchDispatchMode):
     """Records every dispatched op while active. ``next_step()`` starts the next step."""
 
@@ -109,11 +182,11 @@ class Trace(TorchDispatchMode):
         self.path = path if path is not None else os.environ.get("D9M_TRACE")
         if not self.path:
             raise RuntimeError("d9m_torch.Trace: no path given and D9M_TRACE is not set (d9m exec sets it)")
-        self.step = 0
-        self.position = 0
+        self.step, self.position = _cursor.get(os.path.abspath(self.path), (0, 0))
         self._out = None
 
     def __enter__(self):
+        self.step, self.position = _cursor.get(os.path.abspath(self.path), (self.step, self.position))
         self._out = open(self.path, "a", encoding="utf-8")
         return super().__enter__()
 
@@ -121,6 +194,7 @@ class Trace(TorchDispatchMode):
         try:
             return super().__exit__(*exc)
         finally:
+            _cursor[os.path.abspath(self.path)] = (self.step, self.position)
             self._out.close()
 
     def next_step(self):
@@ -128,14 +202,23 @@ class Trace(TorchDispatchMode):
         self.position = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if _untraced(func):
+            return func(*args, **kwargs)
+        # The inputs as the op found them (found by audit: digested after it ran, an in-place op's
+        # mutated input already differed, and a racing index_add_ was blamed on untraced code).
+        written, outs = _written(func, args, kwargs)
+        inputs = [digest(t) for t in _tensors((args, kwargs)) if not _is(t, outs)]
+        inputs.append(_signature(args, kwargs))
+        result = func(*args, **kwargs)
         outputs = _tensors(result)
+        outputs += [t for t in written if not _is(t, outputs)]  # what it wrote in place (_foreach_add_ returns nothing)
         if outputs:
             out = digest(outputs[0]) if len(outputs) == 1 else digest_bytes("".join(digest(o) + "\n" for o in outputs).encode())
             devices = {t.device.type for t in outputs}
             name = str(func)
             self._out.write(json.dumps({"step": self.step, "position": self.position, "name": name, "op": name,
-                                        "variant": "torch." + "+".join(sorted(devices)),
-                                        "inputs": [digest(t) for t in _tensors((args, kwargs))], "digest": out}) + "\n")
+                                        "variant": "torch." + "+".join(sorted(devices)), "inputs": inputs,
+                                        "digest": out}) + "\n")
             self.position += 1
         return result
