@@ -153,4 +153,14 @@ D9M_HD inline T narrow(Acc<T> v) {
   else return from_float<T>(v);
 }
 
+// The lowest finite value of T (Eigen's NumTraits<T>::lowest(), which TensorFlow's max kernels
+// start from).
+template <class T>
+D9M_HD inline T lowest_finite() {
+  if constexpr (std::is_same_v<T, float>) return -3.40282347e38f;
+  else if constexpr (std::is_same_v<T, double>) return -1.7976931348623157e308;
+  else if constexpr (std::is_same_v<T, Half>) return Half{0xFBFFu};  // -65504
+  else return BFloat16{0xFF7Fu};                                     // -(2 - 2^-7) * 2^127
+}
+
 }  // namespace d9m

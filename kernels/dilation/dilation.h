@@ -7,9 +7,10 @@
 // Each output position's gradient goes to the input position (bwd_input) or the filter tap
 // (bwd_filter) of its maximum: the first in scan order (kh, then kw), because TensorFlow starts
 // from NumTraits<T>::lowest() and replaces the maximum only on a strict '>' (its comment speaks
-// of the last branch; its code keeps the first). Where every tap of a window is out of range
-// (possible with SAME padding and a rate larger than the input), TensorFlow's defaults stand:
-// input position (max(ih0, 0), max(iw0, 0)) of the window's first tap, filter tap (0, 0).
+// of the last branch; its code keeps the first). Where no tap of a window beats that start (every
+// tap out of range, possible with SAME padding and a rate larger than the input, or every tap
+// -inf or NaN), TensorFlow's defaults stand: input position (max(ih0, 0), max(iw0, 0)) of the
+// window's first tap, filter tap (0, 0).
 // input + filter is computed in T (one rounding, half.h add()) and compared exactly, widened.
 // Padding and output size follow window.h with dilation = rate (k_eff = (k - 1) rate + 1).
 // The reference adds the gradients in increasing (n, oh, ow, c) order, in T, one rounding per
@@ -40,8 +41,10 @@ D9M_HD inline Argmax argmax(const Geometry& g, const T* input, const T* filter, 
                             std::int64_t ow, std::int64_t c) {
   const std::int64_t ih0 = oh * g.y.stride - g.y.pad_before, iw0 = ow * g.x.stride - g.x.pad_before;
   Argmax best{ih0 < 0 ? 0 : ih0, iw0 < 0 ? 0 : iw0, 0, 0};
-  bool found = false;
-  Acc<T> best_value = 0;
+  // TensorFlow's start, so that a tap of -inf, of NaN or of exactly the lowest value never wins,
+  // and a window of only such taps keeps the defaults (found by an oracle audit: the first
+  // in-range tap won there; no catalogue fill makes such values).
+  Acc<T> best_value = widen(lowest_finite<T>());
   for (std::int64_t kh = 0; kh < g.y.k; ++kh) {
     const std::int64_t ih = ih0 + kh * g.y.dilation;
     if (ih < 0 || ih >= g.y.in) continue;
@@ -49,10 +52,9 @@ D9M_HD inline Argmax argmax(const Geometry& g, const T* input, const T* filter, 
       const std::int64_t iw = iw0 + kw * g.x.dilation;
       if (iw < 0 || iw >= g.x.in) continue;
       const Acc<T> v = widen(add(input[((n * g.y.in + ih) * g.x.in + iw) * g.c + c], filter[(kh * g.x.k + kw) * g.c + c]));
-      if (!found || v > best_value) {
+      if (v > best_value) {
         best = {ih, iw, kh, kw};
         best_value = v;
-        found = true;
       }
     }
   }

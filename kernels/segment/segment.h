@@ -6,7 +6,7 @@
 // last id S - 1 (ids drawn in [0, S) and sorted: segment lengths vary and some are empty).
 // Empty segments hold what TensorFlow writes there: 0 (sum, mean, max), 1 (prod). SegmentMax's
 // documentation: "If the max is empty for a given segment ID i, output[i] = 0" (its CPU kernel
-// registers 0 as the empty value, its GPU kernel starts from lowest() and writes 0 where a segment
+// registers 0 as the empty value, its GPU kernel starts from lowest and writes 0 where a segment
 // is empty); the dtype's lowest finite value is UnsortedSegmentMax's, not this op's (found by an
 // oracle audit: an earlier version filled empty max segments with lowest()).
 // Every step is one operation in the dtype with one rounding (half.h add/mul), as the atomics of
@@ -29,21 +29,12 @@ struct Geometry {
   Reduction reduction = Reduction::sum;
 };
 
-// The lowest finite value of T.
-template <class T>
-D9M_HD inline T lowest() {
-  if constexpr (std::is_same_v<T, float>) return -3.40282347e38f;
-  else if constexpr (std::is_same_v<T, double>) return -1.7976931348623157e308;
-  else if constexpr (std::is_same_v<T, Half>) return Half{0xFBFFu};  // -65504
-  else return BFloat16{0xFF7Fu};                                     // -(2 - 2^-7) * 2^127
-}
-
 // The value a segment starts from (an empty one ends as empty_value() says).
 template <class T>
 D9M_HD inline T identity(Reduction r) {
   switch (r) {
     case Reduction::prod: return from_float<T>(1.0f);
-    case Reduction::max: return lowest<T>();
+    case Reduction::max: return lowest_finite<T>();
     default: return T{};  // +0: all bits zero in every float type
   }
 }
@@ -66,7 +57,7 @@ D9M_HD inline T mean_of(T sum, std::int64_t count) {
 }
 
 // Whether an output needs a last step once its segment's `count` rows are folded in: mean's
-// division, and max's empty segments, which started from lowest() and are 0.
+// division, and max's empty segments, which started from lowest_finite() and are 0.
 D9M_HD inline bool has_last_step(Reduction r) { return r == Reduction::mean || r == Reduction::max; }
 template <class T>
 D9M_HD inline T last_step(Reduction r, T acc, std::int64_t count) {

@@ -234,6 +234,17 @@ TEST(Examples, DilationGradients) {
   expect_all_variants("dilation2d_bwd_input", cc, inputs_from(cc.problem, {{5}, {1, 2}, {7}}), {7});
   cc = config("dilation2d_bwd_filter", empty);
   expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, {{5}, {1, 2}, {7}}), {7, 0});
+  // Taps of -inf and NaN never beat TF's start, the lowest finite value, so the defaults stand
+  // (found by an oracle audit: the first in-range tap won). 1x2 input, filter 1x2 at rate 2, SAME
+  // (pad 1 before): window 0's taps are columns -1 (out) and 1, window 1's columns 0 and 2 (out).
+  // Window 0 defaults to column 0 and tap 0, not to its only tap in range (column 1, tap 1).
+  const nlohmann::json sparse = {{"n", 1}, {"h", 1}, {"w", 2}, {"c", 1}, {"filter_h", 1}, {"filter_w", 2}, {"rate_w", 2}};
+  for (const double v : {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    cc = config("dilation2d_bwd_input", sparse);
+    expect_all_variants("dilation2d_bwd_input", cc, inputs_from(cc.problem, {{v, v}, {0, 0}, {1, 10}}), {11, 0});
+    cc = config("dilation2d_bwd_filter", sparse);
+    expect_all_variants("dilation2d_bwd_filter", cc, inputs_from(cc.problem, {{v, v}, {0, 0}, {1, 10}}), {11, 0});
+  }
 }
 
 TEST(Examples, ResamplerGradients) {
