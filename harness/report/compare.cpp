@@ -123,6 +123,26 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
   for (const auto& r : a.results) ma[key(r)] = &r;
   for (const auto& r : b.results) mb[key(r)] = &r;
   DiffReport d;
+  for (const auto& s : a.stacks) d.stacks_a.push_back(s.label + ": " + s.summary());
+  for (const auto& s : b.stacks) d.stacks_b.push_back(s.label + ": " + s.summary());
+  if (across && a.stacks.front().id != b.stacks.front().id) {
+    d.across_stacks = true;
+    // Leaf by leaf (JSON pointers), in order; a field one side lacks reads "(none)".
+    const json fa = a.stacks.front().fingerprint.flatten(), fb = b.stacks.front().fingerprint.flatten();
+    auto text = [](const json& v) {
+      // One line of Markdown code: no backtick, no control character (a host's name is the user's).
+      std::string t = v.is_string() ? v.get<std::string>() : v.dump();
+      for (char& c : t)
+        if (c == '`' || static_cast<unsigned char>(c) < 0x20) c = '?';
+      return t.size() > 160 ? t.substr(0, 157) + "..." : t;
+    };
+    std::map<std::string, std::pair<std::string, std::string>> fields;
+    for (const auto& [k, v] : fa.items()) fields[k].first = text(v);
+    for (const auto& [k, v] : fb.items()) fields[k].second = text(v);
+    for (const auto& [k, v] : fields)
+      if (v.first != v.second || !fa.contains(k) || !fb.contains(k))
+        d.stack_fields_differ.push_back(k + ": " + (fa.contains(k) ? v.first : "(none)") + " -> " + (fb.contains(k) ? v.second : "(none)"));
+  }
   char buf[160];
   for (const auto& [k, ra] : ma) {
     auto it = mb.find(k);
@@ -177,7 +197,18 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
 std::string render_diff(const DiffReport& d, const std::string& a, const std::string& b) {
   std::ostringstream o;
   o << "# d9m diff\n\n```\n# A: " << a << "\n# B: " << b << "\n# cases compared: " << d.compared << "   only in A: " << d.only_a.size()
-    << "   only in B: " << d.only_b.size() << "\n```\n";
+    << "   only in B: " << d.only_b.size() << "\n";
+  for (const auto& s : d.stacks_a) o << "# A's stack " << s << "\n";
+  for (const auto& s : d.stacks_b) o << "# B's stack " << s << "\n";
+  o << "```\n";
+  if (d.across_stacks) {
+    // Another digest between two stacks breaks no claim; which fields differ says what changed.
+    o << "\nA and B are two stacks: a digest that changed between them is a stack difference, not a divergence. "
+      << "Their fingerprints differ in " << d.stack_fields_differ.size() << " field(s):\n\n";
+    const std::size_t shown = std::min<std::size_t>(d.stack_fields_differ.size(), 40);
+    for (std::size_t i = 0; i < shown; ++i) o << "- `" << d.stack_fields_differ[i] << "`\n";
+    if (shown < d.stack_fields_differ.size()) o << "- ... and " << d.stack_fields_differ.size() - shown << " more\n";
+  }
   auto section = [&](const char* title, const std::vector<std::string>& v) {
     if (v.empty()) return;
     o << "\n## " << title << " (" << v.size() << ")\n\n";

@@ -24,6 +24,11 @@ struct DiffReport {
   std::vector<std::string> only_a, only_b;
   std::int64_t compared = 0;
   std::int64_t compared_cases = 0;  // of them, beyond d9m's controls: none is a diff of nothing
+  // Each side's stacks ("S1: summary"), and where one stack is compared with another, the
+  // fingerprint fields in which they differ ("/gpu_driver/version: 575.57 -> 580.159"): a digest
+  // change between two stacks is a stack difference, and the reader must see which.
+  std::vector<std::string> stacks_a, stacks_b, stack_fields_differ;
+  bool across_stacks = false;
 };
 // Timing changes count only beyond noise: B's median beyond A's by more than `timing_tolerance`
 // (relative) and B's fastest trial beyond A's median (or the mirror image for speed-ups).

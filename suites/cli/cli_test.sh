@@ -181,6 +181,13 @@ q "import json; r = json.load(open('$T/s2only.json')); assert len(r['stacks']) =
 # a store edited to show one is refused, as merge and attest refuse it.)
 "$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"; check "diff, nothing regressed" 0 $? "$T/stdout" "No deterministic claim regressed"
 "$D9M" diff "$T/m12.sqlite@S1" "$T/m12.sqlite@S2" > "$T/stdout"; check "diff of two stacks" 0 $? "$T/stdout" "cases compared"
+# ...which says so, and names the fields in which the two stacks differ (found by review: a diff
+# across stacks did not say the stacks differed, or in what).
+check "diff of two stacks says they are" 0 0 "$T/stdout" "^A and B are two stacks: .* differ in 1 field"
+check "diff of two stacks names the field" 0 0 "$T/stdout" '^- `/environment/OMP_NUM_THREADS: \(none\) -> 3`|^- `/environment/OMP_NUM_THREADS: .* -> 3`'
+check "diff names each side's stack" 0 0 "$T/stdout" "^# B's stack S2: "
+"$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"
+grep -q 'two stacks' "$T/stdout" && { echo "FAIL: a diff on one stack says it is of two"; failures=$((failures + 1)); }
 # A path with '@' in it (a Jenkins workspace "job@2") is a store, not a selector.
 mkdir -p "$T/job@2" && cp "$T/a.sqlite" "$T/job@2/d9m.sqlite"
 "$D9M" diff "$T/job@2/d9m.sqlite" "$T/a.sqlite" > "$T/stdout"; check "diff of a store in a folder with @" 0 $? "$T/stdout" "No deterministic claim regressed"
