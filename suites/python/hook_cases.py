@@ -9,8 +9,14 @@ what an audit of the hook found misattributed. python3 hook_cases.py CASE, under
               after it ran, and the divergence blamed on untraced code)
   untraced    a Python float from untraced code differs in trial 1: the source is outside the
               traced ops, not the op that used it (non-tensor arguments were not digested)
-  blocks      two Trace blocks and a sparse tensor: the trace is accepted (a second block started
-              again at step 0; a sparse tensor crashed the digest)
+  alias       a tensor differs before the trace (untraced code), then torch.add(x, y, out=x): the
+              source is outside the traced ops (x was matched as the out= argument and its old
+              contents never digested, so the op was blamed)
+  blocks      Trace blocks: two over one file, and one object entered three times with next_step()
+              between; a sparse tensor, a conjugate view and _foreach_add_ (which returns nothing)
+              traced: the trace is accepted, with steps 0 to 2 (a second block started again at
+              step 0; next_step() between blocks was lost; a sparse tensor and a conjugate view
+              crashed the digest; _foreach_add_ was not traced)
 """
 import os
 import sys
@@ -61,6 +67,11 @@ elif case == "untraced":
     with d9m_torch.Trace():
         a = torch.ones(16) * 2
         (a * scale).sum()
+elif case == "alias":
+    x = torch.ones(16) * (3.0 if trial == 1 else 2.0)  # before the trace
+    with d9m_torch.Trace():
+        torch.add(x, torch.ones(16), out=x)
+        x.sum()
 elif case == "blocks":
     with d9m_torch.Trace() as trace:
         a = torch.arange(8, dtype=torch.float32) * 2
@@ -68,5 +79,11 @@ elif case == "blocks":
     with d9m_torch.Trace():
         s = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.tensor([1.0, 3.0]), (4,))
         (s * 2).to_dense() + a[:4]
+        torch.view_as_real(torch.ones(2, dtype=torch.complex64).conj() * 2)
+    trace = d9m_torch.Trace()
+    for step in range(2):
+        with trace:
+            torch._foreach_add_([a, a[:4]], 1.0)
+        trace.next_step()
 else:
     raise SystemExit(f"hook_cases.py: no case {case}")

@@ -104,16 +104,24 @@ check "a deterministic program exits 0" 0 $? "$T/out" '^D +trace'
 "$D9M" exec -n 3 --outputs weights.npy --db "$T/optim.sqlite" -- "$PY" "$HERE/hook_cases.py" optim > "$T/out" 2> "$T/err"
 check "a deterministic loop through torch.optim and torch.empty" 0 $? "$T/out" '^D +trace'
 "$D9M" trace diff --db "$T/optim.sqlite" > "$T/md" 2> "$T/err"; check "torch.optim: no divergence" 0 $? "$T/md" 'No divergence'
-grep -q 'profiler\|aten.empty' <("$PY" -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT group_concat(DISTINCT op) FROM trace').fetchone()[0])" "$T/optim.sqlite") &&
-  { echo "FAIL: the profiler's ops or empty's uninitialised output are traced"; failures=$((failures + 1)); }
+traced_ops() { "$PY" -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT group_concat(DISTINCT op) FROM trace').fetchone()[0])" "$1"; }
+ops=$(traced_ops "$T/optim.sqlite")
+[[ $ops == *aten.addmm* && $ops != *profiler* && $ops != *aten.empty* ]] && pass=$((pass + 1)) ||
+  { echo "FAIL: the profiler's ops or empty's uninitialised output are traced, or nothing is: $ops"; failures=$((failures + 1)); }
 "$D9M" exec -n 2 --db "$T/inplace.sqlite" -- "$PY" "$HERE/hook_cases.py" inplace > /dev/null 2> "$T/err"
 "$D9M" trace diff --db "$T/inplace.sqlite" > "$T/md" 2> "$T/err"
 check "an in-place op that diverges is the source" 1 $? "$T/md" '\*\*Source:\*\* step 0, op [0-9]+ `d9mhook\.bump_\.default`'
 "$D9M" exec -n 2 --db "$T/untraced.sqlite" -- "$PY" "$HERE/hook_cases.py" untraced > /dev/null 2> "$T/err"
 "$D9M" trace diff --db "$T/untraced.sqlite" > "$T/md" 2> "$T/err"
 check "a Python number from untraced code: outside the traced ops" 1 $? "$T/md" '\*\*Source: outside the traced ops\*\*, before step 0, op [0-9]+ `aten\.mul'
+"$D9M" exec -n 2 --db "$T/alias.sqlite" -- "$PY" "$HERE/hook_cases.py" alias > /dev/null 2> "$T/err"
+"$D9M" trace diff --db "$T/alias.sqlite" > "$T/md" 2> "$T/err"
+check "an out= argument that is also an input: its old contents are an input" 1 $? "$T/md" '\*\*Source: outside the traced ops\*\*, before step 0, op [0-9]+ `aten\.add\.out`'
 "$D9M" exec -n 2 --db "$T/blocks.sqlite" -- "$PY" "$HERE/hook_cases.py" blocks > "$T/out" 2> "$T/err"
-check "two Trace blocks and a sparse tensor" 0 $? "$T/out" '^D +trace'
+check "Trace blocks, a sparse tensor, a conjugate view" 0 $? "$T/out" '^D +trace'
+steps=$("$PY" -c "import sqlite3, sys; print(sorted({r[0] for r in sqlite3.connect(sys.argv[1]).execute('SELECT step FROM trace WHERE trial = 0')}))" "$T/blocks.sqlite")
+[[ $steps == "[0, 1, 2]" ]] && pass=$((pass + 1)) || { echo "FAIL: the blocks' steps are $steps, not 0 to 2"; failures=$((failures + 1)); }
+[[ $(traced_ops "$T/blocks.sqlite") == *aten._foreach_add_* ]] && pass=$((pass + 1)) || { echo "FAIL: _foreach_add_ is not traced"; failures=$((failures + 1)); }
 
 # Bad input: nothing stored, the store untouched.
 cp "$T/ordered.sqlite" "$T/before.sqlite"

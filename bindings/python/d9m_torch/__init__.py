@@ -95,7 +95,9 @@ def digest(t: torch.Tensor) -> str:
     A sparse tensor is the digest of its parts' digests (indices, then values), each followed by a
     newline."""
     t = t.detach()
-    if t.layout != torch.strided:
+    if t.layout == torch.strided:
+        t = t.resolve_conj().resolve_neg()  # a conjugate or negative view's values, not its lazy bits (found by review)
+    else:
         if t.layout == torch.sparse_coo:
             parts = [t._indices(), t._values()]
         elif t.layout in (torch.sparse_csr, torch.sparse_bsr):
@@ -131,19 +133,30 @@ def _untraced(func) -> bool:
     return func._schema.name.split("::")[-1] in _UNINITIALISED
 
 
-def _written(func, args, kwargs):
-    """The tensors the op writes: (every one, the out= ones). An out= argument's old contents do
-    not matter to the op (it is overwritten); an in-place argument's do (index_add_ adds to it)."""
-    written, outs = [], []
+# In-place ops that overwrite the whole of self: its old contents, maybe uninitialised memory (a
+# buffer from torch.empty being filled), are no input of theirs (found by review).
+_OVERWRITE_SELF = {"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
+                   "geometric_", "log_normal_", "cauchy_"}
+
+
+def _arguments(func, args, kwargs):
+    """The call's arguments against the op's schema: (read, written) lists of tensors, by the
+    schema's position, so that one tensor passed twice (torch.add(x, y, out=x)) is read as x and
+    written as out (found by review: matched by identity, x's old contents were never digested).
+    An out= argument, and self of an op in _OVERWRITE_SELF, is written only; an in-place argument
+    is read and written (index_add_ adds to it)."""
+    read, written = [], []
+    overwrites_self = func._schema.name.split("::")[-1] in _OVERWRITE_SELF
     for i, a in enumerate(func._schema.arguments):
-        if a.alias_info is None or not a.alias_info.is_write:
-            continue
         value = args[i] if i < len(args) else kwargs.get(a.name)
         ts = _tensors(value)
-        written += ts
-        if getattr(a, "is_out", False) or a.kwarg_only:
-            outs += ts
-    return written, outs
+        writes = a.alias_info is not None and a.alias_info.is_write
+        if writes:
+            written += ts
+        out_only = writes and (getattr(a, "is_out", False) or a.kwarg_only or (i == 0 and overwrites_self))
+        if not out_only:
+            read += ts
+    return read, written
 
 
 def _signature(args, kwargs) -> str:
@@ -174,6 +187,10 @@ def _is(t, ts):
 _cursor = {}
 
 
+def _key(path):
+    return os.path.abspath(path)
+
+
 class Trace(TorchDispatchMode):
     """Records every dispatched op while active. ``next_step()`` starts the next step."""
 
@@ -182,11 +199,14 @@ class Trace(TorchDispatchMode):
         self.path = path if path is not None else os.environ.get("D9M_TRACE")
         if not self.path:
             raise RuntimeError("d9m_torch.Trace: no path given and D9M_TRACE is not set (d9m exec sets it)")
-        self.step, self.position = _cursor.get(os.path.abspath(self.path), (0, 0))
+        self._key = _key(self.path)  # once: a chdir inside the block must not change it
+        self.step, self.position = _cursor.get(self._key, (0, 0))
         self._out = None
 
     def __enter__(self):
-        self.step, self.position = _cursor.get(os.path.abspath(self.path), (self.step, self.position))
+        # After whatever this file's last block wrote, this object's own steps included (found by
+        # review: `with t:` in a loop with t.next_step() between lost the steps).
+        self.step, self.position = max(_cursor.get(self._key, (0, 0)), (self.step, self.position))
         self._out = open(self.path, "a", encoding="utf-8")
         return super().__enter__()
 
@@ -194,12 +214,13 @@ class Trace(TorchDispatchMode):
         try:
             return super().__exit__(*exc)
         finally:
-            _cursor[os.path.abspath(self.path)] = (self.step, self.position)
+            _cursor[self._key] = (self.step, self.position)
             self._out.close()
 
     def next_step(self):
         self.step += 1
         self.position = 0
+        _cursor[self._key] = max(_cursor.get(self._key, (0, 0)), (self.step, self.position))
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -207,8 +228,8 @@ class Trace(TorchDispatchMode):
             return func(*args, **kwargs)
         # The inputs as the op found them (found by audit: digested after it ran, an in-place op's
         # mutated input already differed, and a racing index_add_ was blamed on untraced code).
-        written, outs = _written(func, args, kwargs)
-        inputs = [digest(t) for t in _tensors((args, kwargs)) if not _is(t, outs)]
+        read, written = _arguments(func, args, kwargs)
+        inputs = [digest(t) for t in read]
         inputs.append(_signature(args, kwargs))
         result = func(*args, **kwargs)
         outputs = _tensors(result)
