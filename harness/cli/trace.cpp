@@ -1,10 +1,12 @@
 // d9m trace diff: where two runs of a pipeline first diverged (harness/report/trace_diff.h).
 // Exit 1 when a source of divergence is found, 0 when the traces agree.
 #include <memory>
+#include <set>
 
 #include "harness/cli/common.h"
 #include "harness/cli/verbs.h"
 #include "harness/core/error.h"
+#include "harness/core/files.h"
 #include "harness/report/trace_diff.h"
 #include "harness/store/store.h"
 #include "harness/store/verify.h"
@@ -24,8 +26,10 @@ int trace_diff(const TraceDiffArgs& args) {
   // A trace diff names an op to blame from the stored rows: of a store that verifies, unless asked
   // otherwise, as `d9m report` (found by audit: an edited input digest moved the source, and an
   // edited diff count was printed, with no word of the edit).
+  std::set<std::string> verified;  // real paths: one store named twice is verified once
   if (!args.no_verify)
     for (const std::string& path : {a.store, b ? b->store : a.store}) {
+      if (!verified.insert(real_path_or_self(path)).second) continue;
       const Store store = open_trace_store(path);
       require_sound(store, "compared", "; `d9m trace diff --no-verify` compares it as it is now, edited rows and all");
     }

@@ -306,9 +306,15 @@ void run_once(const std::vector<std::string>& cmd, std::int64_t trial, const std
                      std::strerror(errno));
         std::_Exit(127);
       }
-    } else if (const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC); null < 0 || ::dup2(null, STDIN_FILENO) < 0) {
-      std::fprintf(stderr, "d9m: exec: cannot open /dev/null as standard input: %s\n", std::strerror(errno));
-      std::_Exit(127);
+    } else {
+      // Not close-on-exec: where d9m's own stdin was closed, open() returns 0 itself, which must
+      // stay open across exec (found by review: with O_CLOEXEC the trial had no stdin at all).
+      const int null = ::open("/dev/null", O_RDONLY);
+      if (null < 0 || (null != STDIN_FILENO && ::dup2(null, STDIN_FILENO) < 0)) {
+        std::fprintf(stderr, "d9m: exec: cannot open /dev/null as standard input: %s\n", std::strerror(errno));
+        std::_Exit(127);
+      }
+      if (null != STDIN_FILENO) ::close(null);
     }
     ::setenv("D9M_TRIAL", std::to_string(trial).c_str(), 1);
     ::setenv("D9M_TRACE", trace_path.c_str(), 1);

@@ -101,14 +101,7 @@ ReportData load_operand(const std::string& operand) {
   const ReadSnapshot snapshot(store);
   require_sound(store, "compared");
   if (sel.rfind("run:", 0) == 0) {
-    const std::string prefix = sel.substr(4);
-    std::vector<std::string> ids;
-    sql::Statement s(store.db(), "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1");
-    s.bind(1, prefix);
-    while (s.step()) ids.push_back(s.text(0));
-    if (ids.size() != 1)
-      fail_usage(operand + ": " + (ids.empty() ? "no run" : "more than one run") + " with id prefix '" + prefix + "'");
-    return load_report_data(store, ids[0]);
+    return load_report_data(store, store.run_id_with_prefix(sel.substr(4), operand));
   }
   ReportData d = load_report_data(store);
   if (!sel.empty()) select_stacks(d, {sel});
@@ -139,8 +132,8 @@ DiffReport diff_reports(const ReportData& a, const ReportData& b, double tol) {
     std::map<std::string, std::pair<std::string, std::string>> fields;
     for (const auto& [k, v] : fa.items()) fields[k].first = text(v);
     for (const auto& [k, v] : fb.items()) fields[k].second = text(v);
-    for (const auto& [k, v] : fields)
-      if (v.first != v.second || !fa.contains(k) || !fb.contains(k))
+    for (const auto& [k, v] : fields)  // compared as JSON values; text() is for display only
+      if (!fa.contains(k) || !fb.contains(k) || fa.at(k) != fb.at(k))
         d.stack_fields_differ.push_back(k + ": " + (fa.contains(k) ? v.first : "(none)") + " -> " + (fb.contains(k) ? v.second : "(none)"));
   }
   char buf[160];

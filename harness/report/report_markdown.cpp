@@ -199,7 +199,7 @@ void md_pipelines(std::ostringstream& o, const ReportData& data) {
     if (p.diff && p.diff->source) {
       const TraceOpRow& r = p.diff->source->row;
       o << "; trial " << p.diff->a.trial << " against trial " << p.diff->b.trial << ": source step " << r.step << ", op " << r.position
-        << " `" << md_cell(r.name) << "` (" << md_cell(r.op + ", " + r.variant_b) << ")" << (p.diff->source->outside ? ", outside the traced ops" : "")
+        << " `" << md_cell(r.name) << "` (" << md_cell(r.variant_b.empty() ? r.op : r.op + ", " + r.variant_b) << ")" << (p.diff->source->outside ? ", outside the traced ops" : "")
         << ", claim " << md_cell(p.diff->source->claim_determinism);
     } else if (p.distinct > 1) {
       o << "; the traces do not compare: " << md_cell(p.problem.empty() ? "no op's output differs" : p.problem);

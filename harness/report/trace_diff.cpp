@@ -319,8 +319,8 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
     if (d.source) {
       d.propagated += static_cast<std::int64_t>(std::max(ra.size(), rb.size()) - split);
     } else {
-      // Every op before the split agreed, inputs and outputs: the program chose another path on
-      // something no traced op computed.
+      // Every traced output before the split agreed: the program chose another path on something
+      // no traced op computed.
       const TraceRow& r = split < ra.size() ? ra[split] : rb[split];
       TraceSource src;
       src.row = TraceOpRow{r.step, r.position, r.name, r.op, split < ra.size() ? ra[split].variant : "", split < rb.size() ? rb[split].variant : "",
@@ -329,8 +329,8 @@ TraceDiff diff_one(const Side& sa, const CaseRow& ca, std::int64_t ta, const Sid
       src.claim_determinism = "unknown";
       src.claim_reason = std::string(split < std::min(ra.size(), rb.size()) ? "the two traces run other ops from here"
                                                                               : "one trace ends here and the other goes on") +
-                         ", and every traced op before agrees: the program's own code chose another path on something no traced "
-                         "op computed";
+                         ", and every traced op's output before agrees: the program's own code chose another path on something "
+                         "no traced op computed";
       d.source = std::move(src);
       d.propagated = static_cast<std::int64_t>(std::max(ra.size(), rb.size()) - split) - 1;
     }
@@ -630,7 +630,8 @@ std::string trace_source_html(const TraceDiff& d) {
   // The same words as the Markdown (found by audit: an outside source read "inputs bit-equal").
   if (d.source->outside)
     return "<b>Source: outside the traced ops</b>, before step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" +
-           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + "): " + xml_escape(d.source->claim_reason) + propagated;
+           xml_escape(r.name) + "</code> (" + xml_escape(r.op) + "): " + xml_escape(d.source->claim_reason) +
+           ". No traced op is to blame, so no claim is checked" + propagated;
   return "<b>Source:</b> step " + std::to_string(r.step) + ", op " + std::to_string(r.position) + " <code>" + xml_escape(r.name) +
          "</code> (" + xml_escape(r.op) + ", " + xml_escape(variants_text(r)) + "): inputs bit-equal, output differs" +
          xml_escape(stats_text(r.diff)) + ". Claim of " + xml_escape(d.source->claim_variant) + ": " + xml_escape(d.source->claim_determinism) +

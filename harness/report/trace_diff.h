@@ -53,8 +53,9 @@ struct StepDivergence {
 
 struct TraceSource {
   TraceOpRow row;
-  // The row's inputs differ though no traced op before it did (a program's trace from d9m exec):
-  // the divergence entered outside the traced ops, before this one.
+  // A program's trace (d9m exec) only: the divergence entered outside the traced ops, before this
+  // row. Either the row's inputs and output differ though no traced output before it does, or the
+  // two traces part here (other ops, or one ends) with every traced output before agreeing.
   bool outside = false;
   std::string claim_variant;  // whose claim follows: b's, or a's where only a's is not claimed deterministic
   std::string claim_determinism, claim_source, claim_reason;  // that variant's claim, as this build registers it

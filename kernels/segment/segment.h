@@ -29,7 +29,7 @@ struct Geometry {
   Reduction reduction = Reduction::sum;
 };
 
-// The value a segment starts from (an empty one ends as empty_value() says).
+// The value a segment starts from (an empty one ends as last_step() says).
 template <class T>
 D9M_HD inline T identity(Reduction r) {
   switch (r) {

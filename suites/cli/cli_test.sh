@@ -186,7 +186,7 @@ q "import json; r = json.load(open('$T/s2only.json')); assert len(r['stacks']) =
 check "diff of two stacks says they are" 0 0 "$T/stdout" "^A and B are two stacks: .* differ in 1 field"
 check "diff of two stacks names the field" 0 0 "$T/stdout" '^- `/environment/OMP_NUM_THREADS: \(none\) -> 3`|^- `/environment/OMP_NUM_THREADS: .* -> 3`'
 check "diff names each side's stack" 0 0 "$T/stdout" "^# B's stack S2: "
-"$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"
+"$D9M" diff "$T/a.sqlite" "$T/b.sqlite" > "$T/stdout"; check "diff on one stack" 0 $? "$T/stdout" "cases compared"
 grep -q 'two stacks' "$T/stdout" && { echo "FAIL: a diff on one stack says it is of two"; failures=$((failures + 1)); }
 # A path with '@' in it (a Jenkins workspace "job@2") is a store, not a selector.
 mkdir -p "$T/job@2" && cp "$T/a.sqlite" "$T/job@2/d9m.sqlite"

@@ -293,6 +293,10 @@ holds "exec: a trial read stdin's file from its start" test "$(cat line.txt)" = 
 holds "exec: a trial read stdin's file from where it stood" test "$(cat line.txt)" = "[second]"
 expect "exec: a pipe on stdin is read by no trial" 0 "^D +line\.txt" "$D9M" exec -n 3 --db exec.sqlite --outputs line.txt -- "${READ_ONE[@]}" < <(cat lines.txt)
 holds "exec: a trial read nothing from a pipe" test "$(cat line.txt)" = "[]"
+# ...and where d9m's own stdin is closed, /dev/null all the same (found by review: the trial had
+# no stdin at all).
+expect "exec: a closed stdin" 0 "^D +fd\.txt" "$D9M" exec -n 2 --db exec.sqlite --outputs fd.txt -- sh -c 'readlink /proc/self/fd/0 > fd.txt || echo closed > fd.txt' <&-
+holds "exec: a trial's stdin is /dev/null where d9m's was closed" test "$(cat fd.txt)" = /dev/null
 # A .npy whose header changes with the same data bytes (only the data is digested) gave D.
 cat > header.py << 'PY'
 import os, struct
