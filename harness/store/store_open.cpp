@@ -4,6 +4,7 @@
 #include "harness/store/store.h"
 #include "harness/core/json_text.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -258,20 +259,7 @@ void create_store(const std::string& path) {
 // name corrupted the store and lost one run after reporting it stored. And a store never has a
 // rollback journal (stores are in WAL mode): one beside it, left by another program or put there,
 // would be played into the file by the next writer, pages no hash chain was checked against.
-void check_store_file(const std::string& path, struct stat& st) {
-  if (S_ISDIR(st.st_mode)) fail_environment(path + ": is a folder, not a store");
-  if (!S_ISREG(st.st_mode)) fail_environment(path + ": is not a regular file (a FIFO, socket or device), so not a store");
-  // d9m itself links a new store or a merged one into place and then removes its temporary name:
-  // a second link that lasts longer than that is someone else's.
-  for (int wait = 0; st.st_nlink > 1 && wait < 20; ++wait) {
-    ::usleep(50 * 1000);
-    if (::stat(path.c_str(), &st) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
-  }
-  if (st.st_nlink > 1)
-    fail_environment(path + ": the store file has " + std::to_string(st.st_nlink) +
-                     " names (hard links). SQLite names its logs, and d9m its run lease, after the name a process opened, "
-                     "so processes using two names would each keep their own and corrupt the store. Keep one name (a "
-                     "symbolic link is fine) or copy it with `d9m merge -o COPY.sqlite " + path + "`");
+void check_store_file_journal(const std::string& path) {
   for (const std::string& journal : {path + "-journal", real_path_or_self(path) + "-journal"}) {
     struct stat j {};
     if (::stat(journal.c_str(), &j) == 0 && j.st_size > 0)
@@ -280,6 +268,54 @@ void check_store_file(const std::string& path, struct stat& st) {
                        "would copy its pages into the file. Left by another program, or put there: inspect it, and remove it "
                        "only if the store should stay as it is (`d9m verify` then checks the store)");
   }
+}
+
+// d9m's own temporary names of the store file: NAME.creating-RANDOM (create_store) and
+// NAME.merging-HOST-PID-RANDOM (d9m merge of a new output), beside it, that are links to this very
+// file. Each is linked into place as NAME and then removed; a process killed in between (found by
+// the kill-and-resume test: SIGKILL right after the link) leaves its name behind for good. No
+// process ever opens the store by such a name, so it is no second name in use.
+std::vector<std::string> own_temporary_links(const std::string& path, const struct stat& st) {
+  const std::string real = real_path_or_self(path);
+  const std::string dir = parent_dir(real), name = real.substr(real.rfind('/') + 1);
+  std::vector<std::string> links;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return links;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string entry = e->d_name;
+    if (entry.rfind(name + ".creating-", 0) != 0 && entry.rfind(name + ".merging-", 0) != 0) continue;
+    struct stat l {};
+    if (::lstat((dir + "/" + entry).c_str(), &l) == 0 && S_ISREG(l.st_mode) && l.st_dev == st.st_dev && l.st_ino == st.st_ino)
+      links.push_back(dir + "/" + entry);
+  }
+  ::closedir(d);
+  return links;
+}
+
+void check_store_file(const std::string& path, struct stat& st, Store::Mode mode) {
+  if (S_ISDIR(st.st_mode)) fail_environment(path + ": is a folder, not a store");
+  if (!S_ISREG(st.st_mode)) fail_environment(path + ": is not a regular file (a FIFO, socket or device), so not a store");
+  // d9m itself links a new store or a merged one into place and then removes its temporary name:
+  // a second link that lasts longer than that is someone else's, or one a killed d9m left.
+  for (int wait = 0; st.st_nlink > 1 && wait < 20; ++wait) {
+    ::usleep(50 * 1000);
+    if (::stat(path.c_str(), &st) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (st.st_nlink > 1) {
+    // Only d9m's own leftovers: not a second name in use. A writer removes them.
+    const std::vector<std::string> left = own_temporary_links(path, st);
+    if (left.size() == st.st_nlink - 1) {
+      if (mode == Store::Mode::read_write)
+        for (const auto& l : left) ::unlink(l.c_str());
+      return check_store_file_journal(path);
+    }
+  }
+  if (st.st_nlink > 1)
+    fail_environment(path + ": the store file has " + std::to_string(st.st_nlink) +
+                     " names (hard links). SQLite names its logs, and d9m its run lease, after the name a process opened, "
+                     "so processes using two names would each keep their own and corrupt the store. Keep one name (a "
+                     "symbolic link is fine) or copy it with `d9m merge -o COPY.sqlite " + path + "`");
+  check_store_file_journal(path);
 }
 
 }  // namespace
@@ -323,7 +359,7 @@ Store Store::open(const std::string& path, Mode mode) {
   // another in its place meanwhile (check_not_replaced compares later writes with it).
   struct stat before {};
   if (::stat(path.c_str(), &before) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
-  check_store_file(path, before);
+  check_store_file(path, before, mode);
   sqlite3* db = nullptr;
   // URI filenames let merge ATTACH its inputs read-only ("file:...?mode=ro").
   const int flags = (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;

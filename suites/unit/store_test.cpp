@@ -159,6 +159,27 @@ TEST_F(StoreTest, RefusesWhatIsNotAD9mStoreAndTouchesNothing) {
   expect_refused(path("no/such/folder/d9m.sqlite"), Store::Mode::read_write, "does not exist");
 }
 
+// A store created or merged into place by a d9m killed between link() and removing its temporary
+// name keeps that name, a second link no process uses (found by the kill-and-resume test: every
+// later open refused the store as hard-linked). Such leftovers are no second name: a reader opens
+// the store, a writer removes them. A foreign link beside them still refuses it.
+TEST_F(StoreTest, AKilledCreatorsTemporaryNameIsNoSecondName) {
+  { Store s = Store::open(path("s.sqlite"), Store::Mode::read_write); }
+  const std::string creating = path("s.sqlite.creating-0123456789ab"), merging = path("s.sqlite.merging-host-99-0123456789ab");
+  fs::create_hard_link(path("s.sqlite"), creating);
+  fs::create_hard_link(path("s.sqlite"), merging);
+  { Store s = Store::open(path("s.sqlite"), Store::Mode::read_only); }
+  EXPECT_TRUE(fs::exists(creating) && fs::exists(merging)) << "a reader removed them";
+  fs::create_hard_link(path("s.sqlite"), path("other.sqlite"));
+  expect_open_fails(path("s.sqlite"), Store::Mode::read_write, "has 4 names (hard links)");
+  fs::remove(path("other.sqlite"));
+  write(path("s.sqlite.creating-other"), "not the store");  // the name, another file: left alone
+  { Store s = Store::open(path("s.sqlite"), Store::Mode::read_write); }
+  EXPECT_FALSE(fs::exists(creating) || fs::exists(merging)) << "a writer left them";
+  EXPECT_TRUE(fs::exists(path("s.sqlite.creating-other")));
+  EXPECT_EQ(fs::hard_link_count(path("s.sqlite")), 1u);
+}
+
 // What SQLite would misread, found by audit: a FIFO blocked readers for good; a second name (a
 // hard link) gave each name its own log and lease; a rollback journal beside a store was played
 // into it by the next writer; "file:NAME" opened NAME; a store through a dangling symbolic link
