@@ -127,10 +127,16 @@ _UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empt
                   "_empty_affine_quantized", "_empty_per_channel_affine_quantized", "resize_", "resize_as_"}
 
 
+def _op_name(func) -> str:
+    """"index_add_" for aten::index_add_; "" for a callable without a schema."""
+    schema = getattr(func, "_schema", None)
+    return schema.name.split("::")[-1] if schema is not None else ""
+
+
 def _untraced(func) -> bool:
     if getattr(func, "namespace", "") == "profiler":
         return True
-    return func._schema.name.split("::")[-1] in _UNINITIALISED
+    return _op_name(func) in _UNINITIALISED
 
 
 # In-place ops that overwrite the whole of self: its old contents, maybe uninitialised memory (a
@@ -145,9 +151,12 @@ def _arguments(func, args, kwargs):
     written as out (found by review: matched by identity, x's old contents were never digested).
     An out= argument, and self of an op in _OVERWRITE_SELF, is written only; an in-place argument
     is read and written (index_add_ adds to it)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:  # (no schema to say what it writes: every tensor argument is read)
+        return _tensors((args, kwargs)), []
     read, written = [], []
-    overwrites_self = func._schema.name.split("::")[-1] in _OVERWRITE_SELF
-    for i, a in enumerate(func._schema.arguments):
+    overwrites_self = _op_name(func) in _OVERWRITE_SELF
+    for i, a in enumerate(schema.arguments):
         value = args[i] if i < len(args) else kwargs.get(a.name)
         ts = _tensors(value)
         writes = a.alias_info is not None and a.alias_info.is_write
