@@ -71,7 +71,6 @@ struct TraceRow {
   std::optional<DiffStats> diff;
 };
 
-
 // One operand's store, run and the pipeline cases in it. The store is the side's own (an
 // operand of `d9m trace diff`) or the caller's, already open (`d9m report`: one connection, so
 // what it reads is inside whatever read transaction the caller holds).
