@@ -253,12 +253,7 @@ void create_store(const std::string& path) {
   cleanup();
 }
 
-// What SQLite would misread, found by audit. A store is a regular file (a FIFO blocked every
-// reader for good; a folder read as "disk I/O error"). Its logs and d9m's lease are named after
-// its path, so a second name (a hard link) is a second set of them: a run writing through each
-// name corrupted the store and lost one run after reporting it stored. And a store never has a
-// rollback journal (stores are in WAL mode): one beside it, left by another program or put there,
-// would be played into the file by the next writer, pages no hash chain was checked against.
+// A rollback journal beside the store (see check_store_file).
 void check_store_file_journal(const std::string& path) {
   for (const std::string& journal : {path + "-journal", real_path_or_self(path) + "-journal"}) {
     struct stat j {};
@@ -292,6 +287,12 @@ std::vector<std::string> own_temporary_links(const std::string& path, const stru
   return links;
 }
 
+// What SQLite would misread, found by audit. A store is a regular file (a FIFO blocked every
+// reader for good; a folder read as "disk I/O error"). Its logs and d9m's lease are named after
+// its path, so a second name (a hard link) is a second set of them: a run writing through each
+// name corrupted the store and lost one run after reporting it stored. And a store never has a
+// rollback journal (stores are in WAL mode): one beside it, left by another program or put there,
+// would be played into the file by the next writer, pages no hash chain was checked against.
 void check_store_file(const std::string& path, struct stat& st, Store::Mode mode) {
   if (S_ISDIR(st.st_mode)) fail_environment(path + ": is a folder, not a store");
   if (!S_ISREG(st.st_mode)) fail_environment(path + ": is not a regular file (a FIFO, socket or device), so not a store");
@@ -301,20 +302,15 @@ void check_store_file(const std::string& path, struct stat& st, Store::Mode mode
     ::usleep(50 * 1000);
     if (::stat(path.c_str(), &st) != 0) fail_environment(path + ": cannot open: " + std::strerror(errno));
   }
-  if (st.st_nlink > 1) {
-    // Only d9m's own leftovers: not a second name in use. A writer removes them.
-    const std::vector<std::string> left = own_temporary_links(path, st);
-    if (left.size() == st.st_nlink - 1) {
-      if (mode == Store::Mode::read_write)
-        for (const auto& l : left) ::unlink(l.c_str());
-      return check_store_file_journal(path);
-    }
-  }
-  if (st.st_nlink > 1)
+  // d9m's own leftovers are no second name in use; a writer removes them.
+  const std::vector<std::string> left = st.st_nlink > 1 ? own_temporary_links(path, st) : std::vector<std::string>{};
+  if (st.st_nlink > 1 + left.size())
     fail_environment(path + ": the store file has " + std::to_string(st.st_nlink) +
                      " names (hard links). SQLite names its logs, and d9m its run lease, after the name a process opened, "
                      "so processes using two names would each keep their own and corrupt the store. Keep one name (a "
                      "symbolic link is fine) or copy it with `d9m merge -o COPY.sqlite " + path + "`");
+  if (mode == Store::Mode::read_write)
+    for (const auto& l : left) ::unlink(l.c_str());
   check_store_file_journal(path);
 }
 
