@@ -8,20 +8,28 @@ Sources (NHWC, TensorFlow semantics, as the ops in d9m are defined):
 - ResNet-50 v1 as Keras Applications builds it (He et al. 2016; keras.applications.ResNet50):
   ZeroPadding2D(3) + 7x7/2 VALID conv, ZeroPadding2D(1) + 3x3/2 max-pool, and bottleneck blocks
   whose first 1x1 conv (and the shortcut) carry the stride; every conv has a bias. Batch 32:
-  every distinct conv, pool and bias shape.
+  every distinct conv, max-pool and bias shape, and fc1000 (its forward and both gradients).
+  Not here: avg_pool (GlobalAveragePooling2D, a reduce_mean whose gradient is a broadcast; d9m has
+  no TensorFlow op for it) and the BatchNormalization layers.
 - U-Net (Ronneberger et al. 2015) on 256x256 inputs with UpSampling2D in the decoder, batch 8:
   the four 2x up-samplings, bilinear (tf.image.resize: half-pixel centres) and nearest (the
   Keras default), and one with TF1's align_corners.
 - Mask R-CNN with an FPN (He et al. 2017; TensorFlow implementations do ROIAlign with
-  tf.image.crop_and_resize): 512 regions on a batch of 2, the box head's 7x7 and the mask
-  head's 14x14 crops from P2 (256x256x256 for a 1024x1024 image) and P4 (64x64x256).
+  tf.image.crop_and_resize), batch 2: the box head's 7x7 crops of the 512 sampled regions per
+  image (section 3.1: N = 512 with FPN), 1024 in all, and the mask head's 14x14 crops of the
+  positive ones (at most a quarter: the sampling's 1:3 ratio), 256 in all, from P2 (256x256x256
+  for a 1024x1024 image) and P4 (64x64x256), each on one level (an upper bound: FPN assigns each
+  region one level). The image gradient only: Mask R-CNN stops the gradient to the boxes
+  (matterport's PyramidROIAlign: tf.stop_gradient), so crop_and_resize_grad_boxes is not here.
 - BERT-base (Devlin et al. 2019): hidden 768, 12 heads, FFN 3072, vocabulary 30522, sequence
   512, batch 8 (4096 tokens): the projections and their weight and input gradients (large K =
-  tokens: where libraries choose split-K), the masked-LM head on 76 predictions per sequence,
+  tokens: where libraries choose split-K), the masked-LM head on 76 predictions per sequence
+  against the tied word embeddings (run_pretraining.py: transpose_b) and its two gradients,
   attention at sequence 512, the word-embedding gradient (TF's unsorted_segment_sum) and the
   bias gradients.
 - ViT-B/16 (Dosovitskiy et al. 2021): 224x224 images, 16x16 patches (196 + 1 tokens), hidden
-  768, 12 heads, MLP 3072, batch 32 (6304 tokens): the patch embedding conv, the projections,
+  768, 12 heads, MLP 3072, batch 32 (6304 tokens): the patch embedding conv and its weight
+  gradient, the four projections and the head (forward), the MLP up weight gradient,
   attention at sequence 197 and the pre-norm's gamma gradient.
 """
 import json
@@ -91,7 +99,8 @@ for hw, c in [(112, 64), (56, 64), (56, 256), (28, 128), (28, 512), (14, 256), (
     add("bias_add_grad", f"resnet50_bias_{hw}x{hw}x{c}", {"n": N, "h": hw, "w": hw, "c": c}, f"ResNet-50 {what}, batch {N}")
 add("matmul", "resnet50_fc1000", {"m": N, "n": 1000, "k": 2048}, f"ResNet-50 fc1000 forward, batch {N}")
 add("matmul", "resnet50_fc1000_weight_grad", {"m": 2048, "n": 1000, "k": N, "layout": "TN"}, f"ResNet-50 fc1000 weight gradient, batch {N}")
-add("softmax_cross_entropy", "resnet50_imagenet_loss", {"n": N, "classes": 1000}, f"ResNet-50 ImageNet loss (1000 classes, mean), batch {N}")
+add("matmul", "resnet50_fc1000_input_grad", {"m": N, "n": 2048, "k": 1000, "layout": "NT"}, f"ResNet-50 fc1000 input gradient, batch {N}")
+add("softmax_cross_entropy", "resnet50_imagenet_loss", {"n": N, "classes": 1000}, f"ResNet-50 and ViT-B/16 ImageNet loss (1000 classes, mean), batch {N}")
 
 # ---- U-Net on 256x256 at batch 8 ------------------------------------------------------------
 UN = 8
@@ -104,30 +113,36 @@ add("resize_bilinear_grad", "unet_up_64x64x256_align_corners",
     {"n": UN, "h": 64, "w": 64, "c": 256, "out_h": 128, "out_w": 128, "align_corners": True, "half_pixel_centers": False},
     f"U-Net decoder up-sampling 64x64x256 -> 128x128 with TF1's align_corners, batch {UN}")
 
-# ---- Mask R-CNN ROIAlign: 512 regions, batch 2 ------------------------------------------------
+# ---- Mask R-CNN ROIAlign, batch 2 -------------------------------------------------------
 for level, hw in [("P2", 256), ("P4", 64)]:
-    for crop, head in [(7, "box head"), (14, "mask head")]:
-        if level == "P4" and crop == 14:
-            continue
-        p = {"batch": 2, "h": hw, "w": hw, "c": 256, "boxes": 512, "crop_h": crop, "crop_w": crop}
-        model = f"Mask R-CNN ROIAlign {head}: 512 regions, {crop}x{crop} crops of FPN {level} ({hw}x{hw}x256), batch 2"
+    for crop, head, boxes, which in [(7, "box head", 1024, "512 sampled per image"), (14, "mask head", 256, "the positive quarter of 512 per image")]:
+        p = {"batch": 2, "h": hw, "w": hw, "c": 256, "boxes": boxes, "crop_h": crop, "crop_w": crop}
+        model = f"Mask R-CNN ROIAlign {head}: {boxes} regions ({which}), {crop}x{crop} crops of FPN {level} ({hw}x{hw}x256), batch 2"
         name = f"maskrcnn_{level.lower()}_{crop}x{crop}"
         add("crop_and_resize", name, p, model)
         add("crop_and_resize_grad_image", name, p, model)
-        add("crop_and_resize_grad_boxes", name, p, model)
 
 # ---- BERT-base: sequence 512, batch 8 ------------------------------------------------------
 T, H, FF, V = 8 * 512, 768, 3072, 30522
 BERT = "BERT-base (sequence 512, batch 8)"
 for name, m, n, k, layout, what in [
-    ("bert_qkv", T, 3 * H, H, "NN", "fused QKV projection"),
+    # Q, K and V as one GEMM, as NVIDIA's and Megatron's BERT run them; Google's and Hugging Face's
+    # run three 768x768 GEMMs, the attention output's shape below.
+    ("bert_qkv", T, 3 * H, H, "NN", "Q, K and V projections as one GEMM (NVIDIA's fused QKV)"),
+    ("bert_qkv_weight_grad", H, 3 * H, T, "TN", "fused QKV weight gradient (K = tokens)"),
+    ("bert_qkv_input_grad", T, H, 3 * H, "NT", "fused QKV input gradient"),
+    ("bert_attn_out_weight_grad", H, H, T, "TN", "attention output (and unfused Q, K, V) weight gradient (K = tokens)"),
+    ("bert_attn_out_input_grad", T, H, H, "NT", "attention output (and unfused Q, K, V) input gradient"),
+    ("bert_ffn_up_input_grad", T, H, FF, "NT", "FFN up input gradient"),
     ("bert_attn_out", T, H, H, "NN", "attention output projection"),
     ("bert_ffn_up", T, FF, H, "NN", "FFN up projection"),
     ("bert_ffn_down", T, H, FF, "NN", "FFN down projection"),
     ("bert_ffn_up_weight_grad", H, FF, T, "TN", "FFN up weight gradient (K = tokens)"),
     ("bert_ffn_down_weight_grad", FF, H, T, "TN", "FFN down weight gradient (K = tokens)"),
     ("bert_ffn_down_input_grad", T, FF, H, "NT", "FFN down input gradient"),
-    ("bert_mlm_head", 8 * 76, V, H, "NN", "masked-LM head on 76 predictions per sequence"),
+    ("bert_mlm_head", 8 * 76, V, H, "NT", "masked-LM head on 76 predictions per sequence (tied word embeddings, transpose_b)"),
+    ("bert_mlm_head_weight_grad", V, H, 8 * 76, "TN", "masked-LM head gradient of the tied word embeddings"),
+    ("bert_mlm_head_input_grad", 8 * 76, H, V, "NN", "masked-LM head input gradient (K = vocabulary)"),
 ]:
     add("matmul", name, {"m": m, "n": n, "k": k, "layout": layout}, f"{BERT} {what}")
 attn = {"batch": 8, "heads": 12, "seq_q": 512, "seq_kv": 512, "head_dim": 64}
@@ -135,17 +150,18 @@ add("sdpa", "bert_attention", attn, f"{BERT} self-attention, 12 heads of 64")
 add("sdpa_bwd", "bert_attention", attn, f"{BERT} self-attention backward, 12 heads of 64")
 add("unsorted_segment_sum", "bert_word_embedding_grad", {"rows": T, "depth": H, "num_segments": V},
     f"{BERT} word-embedding gradient as TensorFlow computes it: 4096 token rows into 30522 embeddings")
-add("embedding_bag_bwd", "bert_word_embedding_grad", {"num_embeddings": V, "dim": H, "indices": T, "bags": T},
+add("embedding_bag_bwd", "bert_word_embedding_grad", {"num_embeddings": V, "dim": H, "indices": T, "bags": T, "padding_idx": 0},
     f"{BERT} word-embedding gradient as PyTorch computes it (one index per bag: nn.Embedding's backward)")
 add("softmax_cross_entropy", "bert_mlm_loss", {"n": 8 * 76, "classes": V},
     f"{BERT} masked-LM loss over 30522 classes, 76 predictions per sequence (mean)")
 add("bias_add_grad", "bert_bias_768", {"n": 8, "h": 512, "w": 1, "c": H}, f"{BERT} bias gradient of a 768-wide projection")
+add("bias_add_grad", "bert_bias_2304", {"n": 8, "h": 512, "w": 1, "c": 3 * H}, f"{BERT} bias gradient of the fused QKV projection")
 add("bias_add_grad", "bert_bias_3072", {"n": 8, "h": 512, "w": 1, "c": FF}, f"{BERT} bias gradient of the FFN up projection")
-ln = {"rows": T, "dim": H}
+ln = {"rows": T, "dim": H, "epsilon": 1e-12}  # BERT's LayerNorm epsilon (HF BertConfig.layer_norm_eps)
 add("layer_norm", "bert_layer_norm", ln, f"{BERT} layer norm over the hidden 768 (after attention and after the FFN)")
 add("layer_norm_grad_input", "bert_layer_norm", ln, f"{BERT} layer norm input gradient")
 add("layer_norm_grad_gamma", "bert_layer_norm", ln, f"{BERT} layer norm gamma gradient (a sum over 4096 tokens)")
-add("layer_norm_grad_beta", "bert_layer_norm", ln, f"{BERT} layer norm beta gradient (a sum over 4096 tokens)")
+add("layer_norm_grad_beta", "bert_layer_norm", {"rows": T, "dim": H}, f"{BERT} layer norm beta gradient (a sum over 4096 tokens)")
 
 # ---- ViT-B/16: 224x224, batch 32 -------------------------------------------------------------
 VT = 32 * 197
@@ -155,15 +171,17 @@ add("conv2d", "vit_b16_patch_embedding", patch, f"{VIT} patch embedding (16x16/1
 add("conv2d_bwd_filter", "vit_b16_patch_embedding", patch, f"{VIT} patch embedding weight gradient")
 for name, m, n, k, layout, what in [
     ("vit_b16_qkv", VT, 3 * H, H, "NN", "fused QKV projection"),
+    ("vit_b16_attn_out", VT, H, H, "NN", "attention output projection"),
     ("vit_b16_mlp_up", VT, FF, H, "NN", "MLP up projection"),
+    ("vit_b16_mlp_down", VT, H, FF, "NN", "MLP down projection"),
+    ("vit_b16_head", 32, 1000, H, "NN", "ImageNet classifier head on the class token"),
     ("vit_b16_mlp_up_weight_grad", H, FF, VT, "TN", "MLP up weight gradient (K = tokens)"),
 ]:
     add("matmul", name, {"m": m, "n": n, "k": k, "layout": layout}, f"{VIT} {what}")
-add("softmax_cross_entropy", "vit_b16_imagenet_loss", {"n": 32, "classes": 1000}, f"{VIT} ImageNet loss (1000 classes, mean)")
 vit_attn = {"batch": 32, "heads": 12, "seq_q": 197, "seq_kv": 197, "head_dim": 64}
 add("sdpa", "vit_b16_attention", vit_attn, f"{VIT} self-attention, 197 tokens, 12 heads of 64")
 add("sdpa_bwd", "vit_b16_attention", vit_attn, f"{VIT} self-attention backward, 197 tokens, 12 heads of 64")
-add("layer_norm_grad_gamma", "vit_b16_layer_norm", {"rows": VT, "dim": H}, f"{VIT} pre-norm gamma gradient (a sum over 6304 tokens)")
+add("layer_norm_grad_gamma", "vit_b16_layer_norm", {"rows": VT, "dim": H, "epsilon": 1e-6}, f"{VIT} pre-norm gamma gradient (a sum over 6304 tokens)")
 
 catalog = {
     "schema": "d9m.catalog/1",

@@ -117,10 +117,26 @@ TEST(Catalog, ModelsProfileNamesTheSourceOfEveryShapeInF32AndBf16) {
   }
   EXPECT_EQ(f32, bf16) << "every shape in both precisions";
   EXPECT_EQ(networks, (std::set<std::string>{"BERT-base", "Mask", "ResNet-50", "U-Net", "ViT-B/16"}));
+  // Only gradients the tagged network takes: Mask R-CNN stops the gradient to its boxes
+  // (matterport's PyramidROIAlign: tf.stop_gradient before crop_and_resize).
+  for (const auto& cc : models.configs)
+    EXPECT_FALSE(cc.op->name == "crop_and_resize_grad_boxes") << cc.name << ": " << cc.model;
   // Real sizes: a ResNet-50 layer at batch 32 is in it.
   bool resnet = false;
   for (const auto& cc : models.configs) resnet |= cc.op->name == "conv2d_bwd_filter" && cc.params.integer("n") == 32;
   EXPECT_TRUE(resnet);
+}
+
+// Two configs with one id are one case run twice under two names (the models profile had ResNet-50's
+// and ViT-B/16's ImageNet loss so): a shape that two sources share is one config naming both.
+TEST(Catalog, NoBuiltInProfileHoldsTheSameCaseTwice) {
+  for (const char* profile : {"default", "models"}) {
+    std::map<std::string, std::string> seen;
+    for (const auto& cc : builtin_catalog(profile, Registry::global()).configs) {
+      const auto [at, fresh] = seen.emplace(cc.config_id, cc.op->name + "/" + cc.name);
+      EXPECT_TRUE(fresh) << profile << ": " << cc.op->name << "/" << cc.name << " is " << at->second << " again";
+    }
+  }
 }
 
 TEST(Catalog, AModelTagIsANonEmptyString) {
