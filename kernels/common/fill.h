@@ -1,7 +1,9 @@
 // Input fillers shared by the op families, all on CounterRng so inputs are byte-identical on
 // every machine. Each input has its own generator stream (its argument index).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/common/counter_rng.h"
 #include "kernels/registry.h"
@@ -47,6 +49,34 @@ inline void integers(FillTarget& t, std::int32_t lo, std::int32_t hi) {
   const auto n = static_cast<std::uint64_t>(t.desc.numel());
   const auto span = static_cast<std::uint32_t>(hi - lo);
   for (std::uint64_t i = 0; i < n; ++i) p[i] = lo + static_cast<std::int32_t>(rng.below(i, span));
+}
+
+// Integers in [0, n) by Zipf's law with exponent 1: k with probability (1 / (k + 1)) / H_n, so
+// 0 is drawn about k + 1 times as often as k. The frequencies of
+// words (and of the word pieces of a tokenised text) fall off so, roughly: a model's embedding
+// gradient sends hundreds of a batch's tokens to its few frequent rows, where uniform ids would
+// send two or three to any row (and two contributions add in either order to the same bits).
+// Specified bit for bit: the cumulative weights c_k = sum_{j <= k} 1 / (j + 1) in double, added in
+// ascending j (correctly rounded divisions and adds only, no library function), the thresholds
+// t_k = floor(c_k / c_{n-1} * 2^63) (so t_{n-1} = 2^63), and draw i is the least k with
+// (bits(i) >> 1) < t_k.
+inline std::vector<std::uint64_t> zipf_thresholds(std::int32_t n) {
+  std::vector<double> cumulative(static_cast<std::size_t>(std::max(n, 0)));
+  double sum = 0;
+  for (std::size_t k = 0; k < cumulative.size(); ++k) cumulative[k] = sum += 1.0 / static_cast<double>(k + 1);
+  std::vector<std::uint64_t> thresholds(cumulative.size());
+  for (std::size_t k = 0; k < cumulative.size(); ++k)
+    thresholds[k] = static_cast<std::uint64_t>(cumulative[k] / sum * 0x1p63);
+  return thresholds;
+}
+
+inline void zipf_integers(FillTarget& t, std::int32_t n) {
+  const CounterRng rng(t.seed, t.stream);
+  const std::vector<std::uint64_t> thresholds = zipf_thresholds(n);
+  auto* p = static_cast<std::int32_t*>(t.data);
+  const auto count = static_cast<std::uint64_t>(t.desc.numel());
+  for (std::uint64_t i = 0; i < count; ++i)
+    p[i] = static_cast<std::int32_t>(std::upper_bound(thresholds.begin(), thresholds.end(), rng.bits(i) >> 1) - thresholds.begin());
 }
 
 }  // namespace d9m::fill

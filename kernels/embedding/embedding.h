@@ -62,6 +62,8 @@ struct Geometry {
   Mode mode = Mode::sum;
   bool per_sample_weights = false;
   std::int32_t padding_idx = -1;
+  std::int64_t bag_size = 0;  // the fill's: 0 random bag sizes, k every bag k indices (no variant reads it)
+  bool zipf_ids = false;      // the fill's: indices by Zipf's law (fill.h), not uniform
 };
 
 // Bag b's entries: [begin, end).

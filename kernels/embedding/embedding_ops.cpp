@@ -1,5 +1,7 @@
 // embedding_bag_bwd: parameters, tensors and inputs (embedding.h has the semantics).
 #include <algorithm>
+#include <limits>
+#include <string>
 
 #include "kernels/common/fill.h"
 #include "kernels/common/op_helpers.h"
@@ -22,6 +24,14 @@ Geometry geometry(const Params& p) {
   const std::int64_t padding = p.integer("padding_idx");
   if (padding >= g.num_embeddings) throw InvalidConfig("padding_idx", "padding_idx must be -1 (none) or a row below num_embeddings");
   g.padding_idx = static_cast<std::int32_t>(padding);
+  g.bag_size = p.integer("bag_size");
+  if (g.bag_size > 0 && g.indices != g.bags * g.bag_size)
+    throw InvalidConfig("bag_size", "indices must be bags x bag_size (" + std::to_string(g.bags) + " x " + std::to_string(g.bag_size) +
+                                        "), not " + std::to_string(g.indices));
+  if (g.num_embeddings > std::numeric_limits<std::int32_t>::max())
+    throw InvalidConfig("num_embeddings", "at most 2^31 - 1 (int32 indices)");
+  if (g.indices >= std::numeric_limits<std::int32_t>::max()) throw InvalidConfig("indices", "below 2^31 - 1 (int32 offsets)");
+  g.zipf_ids = p.choice("ids") == "zipf";
   op::checked_product({g.num_embeddings, g.dim}, "dim");
   op::checked_product({g.bags, g.dim}, "dim");
   op::checked_product({g.indices, g.dim}, "indices");
@@ -47,8 +57,13 @@ Problem plan(const Params& p) {
 constexpr unsigned kGradBinades = 16;
 
 // offsets[0] = 0, the others drawn in [0, I] and sorted: bag sizes vary around I / B and some
-// bags are empty.
-void fill_offsets(FillTarget& t, std::int64_t indices) {
+// bags are empty. With a bag_size k, offsets[b] = b k: nn.Embedding's backward is bags of one.
+void fill_offsets(FillTarget& t, std::int64_t indices, std::int64_t bag_size) {
+  if (bag_size > 0) {
+    auto* o = static_cast<std::int32_t*>(t.data);
+    for (std::int64_t b = 0; b < t.desc.numel(); ++b) o[b] = static_cast<std::int32_t>(b * bag_size);
+    return;
+  }
   fill::integers(t, 0, static_cast<std::int32_t>(indices + 1));
   auto* o = static_cast<std::int32_t*>(t.data);
   const auto n = static_cast<std::size_t>(t.desc.numel());
@@ -69,8 +84,9 @@ float as_held(float v, DType dtype) {
 
 void fill(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
   const Geometry& g = pr.geom<Geometry>();
-  fill::integers(in[0], 0, static_cast<std::int32_t>(g.num_embeddings));
-  fill_offsets(in[1], g.indices);
+  if (g.zipf_ids) fill::zipf_integers(in[0], static_cast<std::int32_t>(g.num_embeddings));
+  else fill::integers(in[0], 0, static_cast<std::int32_t>(g.num_embeddings));
+  fill_offsets(in[1], g.indices, g.bag_size);
   std::size_t next = 2;
   if (g.mode == Mode::max) {
     // The weight in exact mode is small integers: many ties, which the first-maximum rule breaks.
@@ -99,7 +115,13 @@ D9M_REGISTER_OP(OpDef{
                op::integer("indices", "indices over all bags (I)"), op::integer("bags", "bags (B)"),
                op::choice_or("mode", "sum", {"sum", "mean", "max"}, "EmbeddingBag's mode"),
                op::boolean_or("per_sample_weights", false, "a weight per index (mode sum only)"),
-               op::integer_or("padding_idx", -1, "a row whose entries contribute nothing (-1: none)", -1)},
+               op::integer_or("padding_idx", -1, "a row whose entries contribute nothing (-1: none)", -1),
+               op::added_later(op::integer_or("bag_size", 0,
+                                              "indices per bag: 0 random sizes (offsets drawn in [0, indices] and sorted, some "
+                                              "bags empty), k > 0 every bag k (indices = bags x k; 1 is nn.Embedding's backward)", 0)),
+               op::added_later(op::choice_or("ids", "uniform", {"uniform", "zipf"},
+                                             "how the indices are drawn: uniform in [0, num_embeddings), or zipf, row k about "
+                                             "k + 1 times rarer than row 0 (as token ids)"))},
     .tolerance = 1e-5,
     .dtypes = op::all_float_dtypes(),
     .plan = plan,

@@ -26,6 +26,7 @@ struct Geometry {
   std::int64_t updates = 0;       // U or R
   std::int64_t index_range = 0;   // indices drawn from [0, index_range)
   std::int64_t dim1 = 1;          // B, for scatter_nd_add's 2-d index
+  bool zipf_ids = false;          // unsorted_segment_sum's "ids": zipf (fill only; no variant reads it)
 };
 
 enum class Indexing { rows, pairs, segments };

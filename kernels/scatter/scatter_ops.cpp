@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 
 #include "kernels/common/fill.h"
 #include "kernels/common/op_helpers.h"
@@ -73,18 +74,25 @@ D9M_REGISTER_OP(OpDef{
     .name = "unsorted_segment_sum", .family = "scatter",
     .summary = "UnsortedSegmentSum: out[s, :] = sum of data[r, :] with segment_ids[r] == s; negative ids dropped",
     .params = {op::integer("rows", "rows of data"), op::integer("depth", "elements per row"),
-               op::integer("num_segments", "number of segments")},
+               op::integer("num_segments", "number of segments"),
+               op::added_later(op::choice_or("ids", "uniform", {"uniform", "zipf"},
+                                             "how segment_ids are drawn: uniform in [-1, num_segments) (about one row in "
+                                             "num_segments + 1 dropped), or zipf in [0, num_segments), segment k about "
+                                             "k + 1 times rarer than segment 0 (as token ids into a word embedding)"))},
     .tolerance = 1e-5,
     .dtypes = op::all_float_dtypes(),
     .plan = [](const Params& p) {
       const std::int64_t r = p.integer("rows"), d = p.integer("depth"), s = p.integer("num_segments");
-      return op::scattering(Problem{{op::f32("data", {r, d}), op::i32("segment_ids", {r})}, op::f32("output", {s, d}), Geometry{s, d, r, s}},
-                            {r, d}, "rows");
+      if (s > std::numeric_limits<std::int32_t>::max()) throw InvalidConfig("num_segments", "at most 2^31 - 1 (int32 segment ids)");
+      Geometry g{s, d, r, s};
+      g.zipf_ids = p.choice("ids") == "zipf";
+      return op::scattering(Problem{{op::f32("data", {r, d}), op::i32("segment_ids", {r})}, op::f32("output", {s, d}), g}, {r, d}, "rows");
     },
     .fill = [](const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
-      // Ids in [-1, num_segments): about one row in num_segments+1 is dropped.
+      const Geometry& g = pr.geom<Geometry>();
       fill::floats(in[0], mode);
-      fill::integers(in[1], -1, static_cast<std::int32_t>(pr.geom<Geometry>().destinations));
+      if (g.zipf_ids) fill::zipf_integers(in[1], static_cast<std::int32_t>(g.destinations));
+      else fill::integers(in[1], -1, static_cast<std::int32_t>(g.destinations));
     }});
 
 }  // namespace d9m::scatter

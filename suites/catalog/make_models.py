@@ -25,8 +25,8 @@ Sources (NHWC, TensorFlow semantics, as the ops in d9m are defined):
   512, batch 8 (4096 tokens): the projections and their weight and input gradients (large K =
   tokens: where libraries choose split-K), the masked-LM head on 76 predictions per sequence
   against the tied word embeddings (run_pretraining.py: transpose_b) and its two gradients,
-  attention at sequence 512, the word-embedding gradient (TF's unsorted_segment_sum) and the
-  bias gradients.
+  attention at sequence 512, the word-embedding gradient (TF's unsorted_segment_sum, and
+  PyTorch's as bags of one index) with token ids by Zipf's law, and the bias gradients.
 - ViT-B/16 (Dosovitskiy et al. 2021): 224x224 images, 16x16 patches (196 + 1 tokens), hidden
   768, 12 heads, MLP 3072, batch 32 (6304 tokens): the patch embedding conv and its weight
   gradient, the four projections and the head (forward), the MLP up weight gradient,
@@ -148,10 +148,14 @@ for name, m, n, k, layout, what in [
 attn = {"batch": 8, "heads": 12, "seq_q": 512, "seq_kv": 512, "head_dim": 64}
 add("sdpa", "bert_attention", attn, f"{BERT} self-attention, 12 heads of 64")
 add("sdpa_bwd", "bert_attention", attn, f"{BERT} self-attention backward, 12 heads of 64")
-add("unsorted_segment_sum", "bert_word_embedding_grad", {"rows": T, "depth": H, "num_segments": V},
-    f"{BERT} word-embedding gradient as TensorFlow computes it: 4096 token rows into 30522 embeddings")
-add("embedding_bag_bwd", "bert_word_embedding_grad", {"num_embeddings": V, "dim": H, "indices": T, "bags": T, "padding_idx": 0},
-    f"{BERT} word-embedding gradient as PyTorch computes it (one index per bag: nn.Embedding's backward)")
+# Token ids by Zipf's law (kernels/common/fill.h), as word pieces are distributed: the frequent
+# ones take hundreds of a batch's 4096 tokens, where uniform ids would put at most a few on any
+# row, and two adds in either order give the same bits. Pre-training packs every sequence to 512
+# tokens, so there is no padding (nn.Embedding's padding_idx 0 would drop the most frequent id).
+add("unsorted_segment_sum", "bert_word_embedding_grad", {"rows": T, "depth": H, "num_segments": V, "ids": "zipf"},
+    f"{BERT} word-embedding gradient as TensorFlow computes it: 4096 token rows into 30522 embeddings, ids by Zipf's law")
+add("embedding_bag_bwd", "bert_word_embedding_grad", {"num_embeddings": V, "dim": H, "indices": T, "bags": T, "bag_size": 1, "ids": "zipf"},
+    f"{BERT} word-embedding gradient as PyTorch computes it (bags of one index: nn.Embedding's backward), ids by Zipf's law")
 add("softmax_cross_entropy", "bert_mlm_loss", {"n": 8 * 76, "classes": V},
     f"{BERT} masked-LM loss over 30522 classes, 76 predictions per sequence (mean)")
 add("bias_add_grad", "bert_bias_768", {"n": 8, "h": 512, "w": 1, "c": H}, f"{BERT} bias gradient of a 768-wide projection")

@@ -37,6 +37,21 @@ def rng_bits(seed, stream, i):
     return mix((key + GOLDEN * (i + 1)) & MASK)
 
 
+def zipf_ids(seed, stream, n, count):
+    """kernels/common/fill.h zipf_integers: cumulative 1/(k+1) in double, thresholds
+    floor(c_k / c_{n-1} * 2^63), draw i the least k with (bits(i) >> 1) < t_k."""
+    cumulative, total = [], 0.0
+    for k in range(n):
+        total += 1.0 / (k + 1)
+        cumulative.append(total)
+    thresholds = [int(c / total * 2.0**63) for c in cumulative]
+    ids = []
+    for i in range(count):
+        u = rng_bits(seed, stream, i) >> 1
+        ids.append(next(k for k, t in enumerate(thresholds) if u < t))
+    return ids
+
+
 lengths = [0, 1, 3, 4095, 4096, 4097, 8192, 65553, 3 * (1 << 20) + 5, 8 * (1 << 20)]
 out = {
     "schema": "d9m.test-vectors/1",
@@ -44,5 +59,7 @@ out = {
     "digest_v1": [{"length": n, "digest": digest_v1(pattern(n))} for n in lengths],
     "counter_rng": [{"seed": s, "stream": st, "index": i, "bits": "%016x" % rng_bits(s, st, i)}
                     for s, st, i in [(0, 0, 0), (1, 0, 0), (1, 0, 1), (1, 2, 1000), (2**63 + 5, 7, 123456789)]],
+    "zipf_ids": [{"seed": s, "stream": st, "n": n, "ids": zipf_ids(s, st, n, 64)}
+                 for s, st, n in [(1, 1, 1), (1, 1, 2), (7, 0, 10), (3, 2, 30522)]],
 }
 print(json.dumps(out, indent=1))

@@ -8,6 +8,7 @@
 
 #include "harness/core/digest.h"
 #include "kernels/common/counter_rng.h"
+#include "kernels/common/fill.h"
 #include "kernels/common/thread_pool.h"
 #include "source_dir.h"
 
@@ -66,6 +67,19 @@ TEST(CounterRng, MatchesIndependentVectors) {
   for (const auto& c : v["counter_rng"]) {
     const CounterRng rng(c["seed"].get<std::uint64_t>(), c["stream"].get<std::uint64_t>());
     EXPECT_EQ(rng.bits(c["index"].get<std::uint64_t>()), std::stoull(c["bits"].get<std::string>(), nullptr, 16));
+  }
+}
+
+TEST(Fill, ZipfIdsMatchIndependentVectors) {
+  const auto v = vectors();
+  ASSERT_FALSE(v["zipf_ids"].empty());
+  for (const auto& c : v["zipf_ids"]) {
+    const auto expected = c["ids"].get<std::vector<std::int32_t>>();
+    const TensorDesc desc{"ids", DType::i32, {static_cast<std::int64_t>(expected.size())}};
+    std::vector<std::int32_t> ids(expected.size());
+    FillTarget t{desc, ids.data(), c["seed"].get<std::uint64_t>(), c["stream"].get<std::uint64_t>()};
+    fill::zipf_integers(t, c["n"].get<std::int32_t>());
+    EXPECT_EQ(ids, expected) << "seed " << c["seed"] << ", stream " << c["stream"] << ", n " << c["n"];
   }
 }
 

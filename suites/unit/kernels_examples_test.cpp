@@ -694,6 +694,55 @@ TEST(Examples, EmbeddingBagSumMeanPaddingAndPerSampleWeights) {
   expect_all_variants("embedding_bag_bwd", cc, inputs_from(cc.problem, {{2, 0, 2, 3}, {0, 2, 2}, {10, 7, 100}}), {5, 0, 55, 50});
 }
 
+// The fills of the models profile's word-embedding gradients (fill.h zipf_integers, bag_size):
+// nn.Embedding's backward is bags of one index, and token ids pile onto a few frequent rows (with
+// uniform ids over 30522 rows, 4096 tokens put at most a handful on any row, and a row of two adds
+// the same bits in either order: an atomic variant could not show a race there).
+TEST(Inputs, ZipfIdsAndBagsOfOneAreWhatTheConfigSays) {
+  const nlohmann::json bert = {{"num_embeddings", 30522}, {"dim", 2}, {"indices", 4096}, {"bags", 4096}, {"bag_size", 1}, {"ids", "zipf"}};
+  const auto cc = config("embedding_bag_bwd", bert);
+  const auto in = make_inputs(*cc.op, cc.problem, cc.seed);
+  const auto* ids = static_cast<const std::int32_t*>(in[0].data());
+  const auto* offsets = static_cast<const std::int32_t*>(in[1].data());
+  std::vector<int> count(30522);
+  for (int i = 0; i < 4096; ++i) {
+    EXPECT_EQ(offsets[i], i);
+    ASSERT_GE(ids[i], 0);
+    ASSERT_LT(ids[i], 30522);
+    ++count[ids[i]];
+  }
+  // Row 0 takes 1 / H_30522 = 9.2% of the draws (about 376), row 1 half that.
+  EXPECT_GT(count[0], 300);
+  EXPECT_LT(count[0], 450);
+  EXPECT_GT(count[1], 140);
+  EXPECT_LT(count[1], 240);
+  nlohmann::json uniform = bert;
+  uniform.erase("ids");
+  const auto uc = config("embedding_bag_bwd", uniform);
+  const auto uin = make_inputs(*uc.op, uc.problem, uc.seed);
+  std::vector<int> ucount(30522);
+  for (int i = 0; i < 4096; ++i) ++ucount[static_cast<const std::int32_t*>(uin[0].data())[i]];
+  EXPECT_LE(*std::max_element(ucount.begin(), ucount.end()), 6);
+  // TensorFlow's form: zipf ids drop no row (uniform ids reach -1).
+  const auto sc = config("unsorted_segment_sum", {{"rows", 4096}, {"depth", 1}, {"num_segments", 30522}, {"ids", "zipf"}});
+  const auto sin = make_inputs(*sc.op, sc.problem, sc.seed);
+  const auto* segment_ids = static_cast<const std::int32_t*>(sin[1].data());
+  EXPECT_EQ(std::count(segment_ids, segment_ids + 4096, 0) > 300, true);
+  EXPECT_EQ(std::count_if(segment_ids, segment_ids + 4096, [](std::int32_t s) { return s < 0 || s >= 30522; }), 0);
+  // The parameters are new: a config that leaves them at their defaults keeps its id.
+  EXPECT_EQ(config("unsorted_segment_sum", {{"rows", 8}, {"depth", 1}, {"num_segments", 4}, {"ids", "uniform"}}).config_id,
+            config("unsorted_segment_sum", {{"rows", 8}, {"depth", 1}, {"num_segments", 4}}).config_id);
+  EXPECT_EQ(config("embedding_bag_bwd", {{"num_embeddings", 4}, {"dim", 1}, {"indices", 4}, {"bags", 2}, {"bag_size", 0}}).config_id,
+            config("embedding_bag_bwd", {{"num_embeddings", 4}, {"dim", 1}, {"indices", 4}, {"bags", 2}}).config_id);
+  // A bag size that does not divide the indices into the bags is refused, naming the parameter.
+  try {
+    config("embedding_bag_bwd", {{"num_embeddings", 4}, {"dim", 1}, {"indices", 10}, {"bags", 4}, {"bag_size", 2}});
+    ADD_FAILURE() << "bag_size 2 with 4 bags and 10 indices was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("bag_size"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Examples, EmbeddingBagMaxGoesToTheFirstMaximum) {
   // The forward's argmax (embedding.h bag_argmax): rows (1, 5), (1, 7), (0, 7) in one bag. Feature 0
   // ties rows 0 and 1: the first, 0; feature 1 ties rows 1 and 2: 1, or 2 with row 1 as padding. A
