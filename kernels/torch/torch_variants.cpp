@@ -16,10 +16,11 @@ namespace {
 std::vector<VariantDef> torch_variants() {
   static const char* const ops[] = {
       "adaptive_avg_pool2d_bwd", "adaptive_max_pool2d_bwd", "avg_pool3d_bwd", "bias_add_grad", "bincount",
-      "bincount_weighted", "conv2d_bwd_data", "conv2d_bwd_filter", "cumsum", "matmul", "matmul_batched",
-      "max_pool3d_bwd", "maxpool2d_bwd", "reduce_sum", "reflection_pad2d_bwd", "relu", "relu_grad",
-      "replication_pad2d_bwd", "resize_bicubic_grad", "resize_bilinear_grad", "resize_trilinear_grad",
-      "scatter_add", "scatter_nd_add", "sdpa", "sdpa_bwd", "sgd_update", "unsorted_segment_sum"};
+      "bincount_weighted", "conv2d_bwd_data", "conv2d_bwd_filter", "ctc_loss_bwd", "cumsum", "embedding_bag_bwd",
+      "matmul", "matmul_batched", "max_pool3d_bwd", "maxpool2d_bwd", "nll_loss", "reduce_sum", "reflection_pad2d_bwd",
+      "relu", "relu_grad", "replication_pad2d_bwd", "resampler_grad_data", "resize_bicubic_grad", "resize_bilinear_grad",
+      "resize_trilinear_grad", "scatter_add", "scatter_nd_add", "sdpa", "sdpa_bwd", "sgd_update", "softmax_cross_entropy",
+      "softmax_cross_entropy_grad", "unsorted_segment_sum"};
   std::vector<VariantDef> out;
   for (const char* op : ops) {
     // The registered claims are what holds on any device; on CUDA the worker states PyTorch's

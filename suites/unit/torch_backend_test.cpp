@@ -98,6 +98,12 @@ TEST(TorchBackend, EveryTorchVariantComputesTheOpOfTheSerialReference) {
       if (on_cuda && cc.problem.dtype == DType::f32 && cc.problem.math == "default" &&
           (cc.op->family == "conv" || cc.op->family == "depthwise"))
         tol = std::max(tol, std::ldexp(1.0, -8) * (1 + max_ref));
+      // PyTorch's CPU CTC (LossCTC.cpp) orders its log-sum-exps and the beta recursion otherwise than
+      // its CUDA kernel, which ctc.h follows: over hundreds of time steps that rounding grows to a
+      // few hundred units of the dtype (f32 4.5e-5 and 1.1e-4 against 1.9e-5; f64 3.8e-14 against
+      // 3.4e-14, PyTorch 1.13 here), in f64 as in f32, as rounding does and a wrong function would
+      // not. Held there to what the audit accepts of framework code (accepted_difference).
+      if (!on_cuda && cc.op->family == "ctc") tol = std::max(tol, accepted_difference(*cc.op, cc.problem, *v, max_ref, false));
       if (std::string(name) == "torch.default") default_agreed = worst <= tol;
       // PyTorch's deterministic path computing something else than its own default path, which
       // agrees with the reference on the same inputs, is PyTorch's error, not the worker's (both

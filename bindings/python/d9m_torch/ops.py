@@ -278,12 +278,85 @@ def conv2d_bwd_filter(x, p, out):
     return trial
 
 
+def _loss_args(x, p):
+    weight = x[2] if p["weighted"] else None
+    return x[0], _long(x[1]), dict(weight=weight, ignore_index=p["ignore_index"], reduction=p["reduction"])
+
+
+def nll_loss(x, p, out):
+    # Input [N, C] or [N, C, H, W] as PyTorch holds it (the loss family is PyTorch's layout).
+    inp, target, kw = _loss_args(x, p)
+    return lambda: torch.nn.functional.nll_loss(inp, target, **kw).reshape(1)
+
+
+def softmax_cross_entropy(x, p, out):
+    logits, target, kw = _loss_args(x, p)
+    return lambda: torch.nn.functional.cross_entropy(logits, target, **kw).reshape(1)
+
+
+def softmax_cross_entropy_grad(x, p, out):
+    logits, target, kw = _loss_args(x, p)
+    logits = logits.detach().requires_grad_(True)
+
+    def trial():
+        # loss.backward() for the loss of the same parameters: forward and backward, as a step runs them.
+        loss = torch.nn.functional.cross_entropy(logits, target, **kw)
+        return torch.autograd.grad(loss, logits)[0]
+    return trial
+
+
+def embedding_bag_bwd(x, p, out):
+    # nn.EmbeddingBag's weight gradient: its forward once (untimed; in mode max it finds each bag's
+    # argmax from the weight input, the first maximum, as d9m's fill does), then the backward.
+    indices, offsets = _long(x[0]), _long(x[1])
+    mode = p["mode"]
+    rest = x[2:]
+    if mode == "max":
+        weight, rest = rest[0], rest[2:]  # d9m's max_indices are the forward's: PyTorch's forward makes its own
+    else:
+        weight = torch.zeros(out.shape, dtype=out.dtype, device=indices.device)
+    grad, psw = rest[0], (rest[1] if p["per_sample_weights"] else None)
+    weight = weight.detach().requires_grad_(True)
+    padding = p["padding_idx"] if p["padding_idx"] >= 0 else None
+    y = torch.nn.functional.embedding_bag(indices, weight, offsets, mode=mode, per_sample_weights=psw, padding_idx=padding)
+    return lambda: torch.autograd.grad(y, weight, grad, retain_graph=True)[0]
+
+
+def ctc_loss_bwd(x, p, out):
+    # reduction='none' and the upstream gradient grad_out, so the gradient in log_probs is PyTorch's
+    # backward as ctc.h describes it. The forward reruns each trial: the backward needs its alphas.
+    log_probs, targets, input_lengths, target_lengths, grad_out = x
+    log_probs = log_probs.detach().requires_grad_(True)
+    targets, input_lengths, target_lengths = _long(targets), _long(input_lengths), _long(target_lengths)
+
+    def trial():
+        loss = torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="none",
+                                            zero_infinity=False)
+        return torch.autograd.grad(loss, log_probs, grad_out)[0]
+    return trial
+
+
+def resampler_grad_data(x, p, out):
+    if p["semantics"] != "grid_sample":
+        raise Unsupported("TensorFlow's resampler (pixel coordinates, its own corner rule) is not a PyTorch op; "
+                          "the grid_sample semantics is")
+    grid, grad = x[0], x[1]
+    # grad_input does not depend on the input's values: zeros of its shape, and the forward once.
+    inp = torch.zeros(out.shape, dtype=out.dtype, device=grid.device).requires_grad_(True)
+    y = torch.nn.functional.grid_sample(inp, grid, mode="bilinear", padding_mode="zeros", align_corners=p["align_corners"])
+    return lambda: torch.autograd.grad(y, inp, grad, retain_graph=True)[0]
+
+
 OPS = {f.__name__: f for f in (
     scatter_add, scatter_nd_add, unsorted_segment_sum, cumsum, reduce_sum, bias_add_grad, relu, relu_grad, sgd_update,
     bincount, bincount_weighted, matmul, sdpa, sdpa_bwd, resize_bilinear_grad, resize_bicubic_grad, resize_trilinear_grad,
     maxpool2d_bwd, adaptive_avg_pool2d_bwd, adaptive_max_pool2d_bwd, avg_pool3d_bwd, max_pool3d_bwd, reflection_pad2d_bwd,
-    replication_pad2d_bwd, conv2d_bwd_data, conv2d_bwd_filter)}
+    replication_pad2d_bwd, conv2d_bwd_data, conv2d_bwd_filter, nll_loss, softmax_cross_entropy, softmax_cross_entropy_grad,
+    embedding_bag_bwd, ctc_loss_bwd, resampler_grad_data)}
 OPS["matmul_batched"] = matmul
+
+# The entries whose trial differentiates through autograd (the worker records a graph for them).
+AUTOGRAD = {"sdpa_bwd", "softmax_cross_entropy_grad", "embedding_bag_bwd", "ctc_loss_bwd", "resampler_grad_data"}
 
 # The ops whose CUDA kernels PyTorch's reproducibility notes call nondeterministic by default:
 # use_deterministic_algorithms(True) switches them to a deterministic path or makes them raise
@@ -306,6 +379,12 @@ CUDA_NONDETERMINISTIC = {
     "replication_pad2d_bwd": "replication_pad2d backward on CUDA",
     "conv2d_bwd_data": "cuDNN convolution backward on CUDA (torch.backends.cudnn.deterministic off)",
     "conv2d_bwd_filter": "cuDNN convolution backward on CUDA (torch.backends.cudnn.deterministic off)",
+    # The ops use_deterministic_algorithms(True) makes throw on CUDA ("normally-nondeterministic").
+    "nll_loss": "NLLLoss on CUDA (nll_loss2d: inputs of more than two dimensions)",
+    "softmax_cross_entropy": "cross_entropy's NLLLoss on CUDA (nll_loss2d: inputs of more than two dimensions)",
+    "embedding_bag_bwd": "EmbeddingBag backward on CUDA with mode='max'",
+    "ctc_loss_bwd": "CTCLoss backward on CUDA",
+    "resampler_grad_data": "grid_sample backward on CUDA",
 }
 
 MATH = ("default", "tf32", "fp32-strict")

@@ -34,11 +34,18 @@ def _die_with_parent():
         pass
 
 
-# PyTorch's error for an op with no kernel at a dtype on this device, as its dispatch macros
-# word it: `"addmm_impl_cpu_" not implemented for 'Half'` (PyTorch 1.13 and 2.x). Matched whole
-# (kernel name in double quotes, dtype in single), so that no other error that happens to contain
-# the words passes as UNSUPPORTED. A fact about the stack, reported as such; nothing of d9m's.
-MISSING_DTYPE_KERNEL = re.compile(r"\"[^\"\n]+\" not implemented for '[^'\n]+'")
+# PyTorch's errors for an op with no kernel at a dtype on this device, in the three forms its
+# dispatch macros and argument checks word them (PyTorch 1.13 and 2.x):
+#   "addmm_impl_cpu_" not implemented for 'Half'
+#   grid_sampler_2d_cpu not implemented for Half
+#   Expected tensor for argument #1 'weight' to have one of the following scalar types: Half,
+#   Float, Double; but got CPUBFloat16Type instead (while checking arguments for embedding_bag)
+# Matched whole (a kernel name, a dtype name), so that no other error that happens to contain the
+# words passes as UNSUPPORTED. A fact about the stack, reported as such; nothing of d9m's.
+MISSING_DTYPE_KERNEL = re.compile(r"\"[^\"\n]+\" not implemented for '[^'\n]+'"
+                                  r"|^\w+ not implemented for [A-Za-z0-9]+$"
+                                  r"|^Expected tensor for argument #\d+ '\w+' to have one of the following scalar types: "
+                                  r"[A-Za-z0-9, ]+; but got \w+ instead")
 
 
 def main():
@@ -83,14 +90,14 @@ def main():
         return t.reshape(d["shape"]).to(device)
 
     trial = out = None
-    grad = False  # only a backward through autograd (sdpa_bwd) records a graph
+    grad = False  # only a backward through autograd (ops.AUTOGRAD) records a graph
     for line in sys.stdin:
         msg = json.loads(line)
         if "prepare" in msg:
             req = msg["prepare"]
             trial = None
             deterministic = req.get("variant") == "torch.deterministic"
-            grad = req.get("op") == "sdpa_bwd"
+            grad = req.get("op") in ops.AUTOGRAD
             try:
                 entry = ops.OPS.get(req["op"])
                 if entry is None:
