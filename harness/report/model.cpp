@@ -433,6 +433,7 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
         if (r->stack != s.id) continue;
         ++cell.configs;
         if (cell.configs == 1 || weight(r->status) > weight(cell.status)) cell.status = r->status;
+        if (r->status == Status::deterministic || r->status == Status::nondeterministic) ++cell.ran_configs;
         if (r->status == Status::nondeterministic) {
           ++cell.nd_configs;
           if (!worst_nd || r->distinct > worst_nd->distinct) worst_nd = r;
@@ -448,8 +449,10 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
       switch (cell.configs ? cell.status : Status::skipped) {
         case Status::nondeterministic:
           cell.text = "ND " + std::to_string(worst_nd->distinct) + "/" + std::to_string(worst_nd->trials);
-          if (cell.nd_configs < cell.configs)
-            cell.text += " (" + std::to_string(cell.nd_configs) + " of " + std::to_string(cell.configs) + " configs)";
+          // Of the configs that could show it (found by an audit of the reports: a config that was
+          // UNSUPPORTED counted, so "2 of 4 configs" read as two deterministic ones that never ran).
+          if (cell.nd_configs < cell.ran_configs)
+            cell.text += " (" + std::to_string(cell.nd_configs) + " of " + std::to_string(cell.ran_configs) + " configs)";
           break;
         case Status::error: cell.text = "E"; break;
         case Status::deterministic: cell.text = "D"; break;
@@ -457,8 +460,8 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
         case Status::skipped: cell.text = "-"; break;
       }
       if (cell.wrong_configs)
-        cell.text += ", values wrong" + (cell.wrong_configs < cell.configs ? " (" + std::to_string(cell.wrong_configs) + " of " +
-                                                                                std::to_string(cell.configs) + " configs)"
+        cell.text += ", values wrong" + (cell.wrong_configs < cell.ran_configs ? " (" + std::to_string(cell.wrong_configs) + " of " +
+                                                                                    std::to_string(cell.ran_configs) + " configs)"
                                                                           : std::string());
       row.cells.push_back(std::move(cell));
     }

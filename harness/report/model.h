@@ -65,6 +65,7 @@ struct StatusCell {
   std::string text = "-";  // "D", "ND 7/20", "ND 7/20 (2 of 3 configs)", "E", "U", "-"
   bool broken = false;     // a claim of this variant failed on this stack (see Verdict)
   std::size_t configs = 0, nd_configs = 0;
+  std::size_t ran_configs = 0;  // configs that gave evidence (D or ND): the "of n" in the text
   std::size_t wrong_configs = 0;  // configs whose values were farther from the serial reference than allowed
   // Batch invariance in cuDNN's words over the configs that tested it, the worst of them
   // (Not guaranteed > Replay only > Unverified > Supported); empty where none did.

@@ -62,7 +62,7 @@ AuditFacts audit_facts(const ReportData& data, const StatusModel& model) {
     if (r.status == Status::nondeterministic && !r.claim_broken()) {
       std::string diff;
       if (r.worst_diff)
-        diff = "; worst trial: " + std::to_string(r.worst_diff->count) + " elements differ, up to " + std::to_string(r.worst_diff->max_ulp) +
+        diff = "; worst over the trials: " + std::to_string(r.worst_diff->count) + " elements differ, up to " + std::to_string(r.worst_diff->max_ulp) +
                " ULP, first at " + std::to_string(r.worst_diff->first_index);
       f.anomalies.push_back("nondeterministic as claimed: " + where + ": " + std::to_string(r.distinct) + " digests in " +
                             std::to_string(r.trials) + " trials" + diff);

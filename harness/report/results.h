@@ -54,7 +54,9 @@ struct CaseResult {
   std::int64_t trials = 0, distinct = 0, runs = 0, error_runs = 0;
   std::string digest;                  // most frequent output digest
   std::optional<std::int64_t> median_ns, min_ns;
-  std::optional<DiffStats> worst_diff;  // largest ULP distance seen against a run's first trial
+  // Against each run's first trial, each column's worst over the trials that differ: the most
+  // elements, the largest absolute and ULP differences, the lowest first index.
+  std::optional<DiffStats> worst_diff;
   // Batch invariance: every run's sub-batches together (store schema 5), when the config asked.
   std::optional<InvarianceEvidence> invariance;
   // The values against the serial reference: the worst over the runs that checked them (store

@@ -47,6 +47,7 @@ class VerdictTest : public ::testing::Test {
     std::string detail, reason = "why";
     std::int64_t median_ns = 1000;
     std::string bit_equal_to;
+    std::vector<DiffStats> diffs;  // trial t's against trial 0, where its digest differs (else {1, 0.5, 3, 2})
   };
 
   static void put(Store& s, const std::string& run, const Case& c) {
@@ -55,7 +56,8 @@ class VerdictTest : public ::testing::Test {
     std::vector<TrialRecord> ts;
     for (std::size_t t = 0; t < c.digests.size(); ++t)
       ts.push_back({static_cast<std::int64_t>(t), c.digests[t], c.median_ns,
-                    c.digests[t] == c.digests[0] ? std::nullopt : std::optional<DiffStats>(DiffStats{1, 0.5, 3, 2})});
+                    c.digests[t] == c.digests[0] ? std::nullopt
+                                                 : std::optional<DiffStats>(t < c.diffs.size() ? c.diffs[t] : DiffStats{1, 0.5, 3, 2})});
     const std::set<std::string> distinct(c.digests.begin(), c.digests.end());
     CaseRunRecord cr;
     cr.status = c.digests.empty() ? c.status : distinct.size() == 1 ? Status::deterministic : Status::nondeterministic;
@@ -290,7 +292,44 @@ TEST_F(VerdictTest, ACellShowsDivergenceBeforeAnErrorOfAnotherConfig) {
   const StatusModel m = build_status_model(load_report_data(s));
   ASSERT_EQ(m.rows.size(), 1u);
   EXPECT_EQ(m.rows[0].cells[0].status, Status::nondeterministic);
-  EXPECT_EQ(m.rows[0].cells[0].text, "ND 3/3 (1 of 2 configs)");
+  // An ERROR is no evidence either way: the one config that gave evidence diverged.
+  EXPECT_EQ(m.rows[0].cells[0].text, "ND 3/3");
+}
+
+// How badly a case diverged is each column's worst over its trials: an audit found the stats of the
+// trial with the most ULPs alone (1 element, 1.9e-6) where another trial had 5 elements and 0.00195.
+TEST_F(VerdictTest, TheWorstDifferenceIsEachColumnsWorstOverTheTrials) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .digests = {"x", "y", "z", "w"},
+             .diffs = {{}, {1, 1.9e-6, 1, 40}, {5, 0.00195, 1, 7}, {3, 1e-3, 1, 12}}});
+  s.finish_run(a, "complete");
+  const ReportData d = load_report_data(s);
+  ASSERT_EQ(d.results.size(), 1u);
+  ASSERT_TRUE(d.results[0].worst_diff);
+  EXPECT_EQ(d.results[0].worst_diff->count, 5);
+  EXPECT_DOUBLE_EQ(d.results[0].worst_diff->max_abs, 0.00195);
+  EXPECT_EQ(d.results[0].worst_diff->max_ulp, 1);
+  EXPECT_EQ(d.results[0].worst_diff->first_index, 7);
+}
+
+// "m of n configs" counts the configs that gave evidence (D or ND): an audit of the H200 reports
+// found "ND 1000/1000 (2 of 4 configs)" where the other two were UNSUPPORTED, which reads as two
+// deterministic configs that never ran.
+TEST_F(VerdictTest, ACellCountsOnlyTheConfigsThatGaveEvidence) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  for (const char* config : {"nd1", "nd2"})
+    put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = config, .digests = {"x", "y"}});
+  for (const char* config : {"u1", "u2"})
+    put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = config, .status = Status::unsupported,
+               .detail = "not for this config"});
+  s.finish_run(a, "complete");
+  EXPECT_EQ(build_status_model(load_report_data(s)).rows.at(0).cells.at(0).text, "ND 2/2");
+  const std::string b = begin(s, "b1", "2026-01-02T00:00:00Z");
+  put(s, b, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = "d", .digests = {"x", "x"}});
+  s.finish_run(b, "complete");
+  EXPECT_EQ(build_status_model(load_report_data(s)).rows.at(0).cells.at(0).text, "ND 2/2 (2 of 3 configs)");
 }
 
 // Solutions read the role: a variant named like the serial reference but registered as ordered
