@@ -465,7 +465,11 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
                                                                           : std::string());
       row.cells.push_back(std::move(cell));
     }
-    if (row.claim_determinism == "nondeterministic")
+    // A row whose vendor claimed per config (mixed) and that diverged gets its op's fix too (found
+    // by an audit of the reports: cuSPARSE's SpMV CSR_ALG2, claimed ND on its transposed config,
+    // diverged there with cuda.ordered deterministic beside it, and showed no fix).
+    const bool diverged = std::any_of(row.cells.begin(), row.cells.end(), [](const StatusCell& c) { return c.nd_configs > 0; });
+    if (row.claim_determinism == "nondeterministic" || (row.claim_determinism == "mixed" && diverged))
       for (std::size_t i = 0; i < solutions.size(); ++i)
         if (solutions[i].source == row.source && solutions[i].backend == row.backend) row.solution = static_cast<int>(i);
     rows.push_back(std::move(row));

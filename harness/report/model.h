@@ -83,7 +83,7 @@ struct StatusRow {
   Role role = Role::unset;
   std::string claim_determinism, claim_source, claim_reason;
   std::vector<StatusCell> cells;  // one per stack, in ReportData::stacks order
-  int solution = -1;  // nondeterministic-claimed rows: index in StatusModel::solutions of what fixes them
+  int solution = -1;  // rows claimed nondeterministic, or mixed and diverged: index in StatusModel::solutions of what fixes them
   bool control = false;  // d9m's controls (config _canary): evidence about the stack, nothing to fix
 };
 

@@ -349,6 +349,27 @@ TEST_F(VerdictTest, RolesNotNamesChooseTheSolution) {
   EXPECT_DOUBLE_EQ(m.solutions[0].geomean(), 3.0);
 }
 
+// A vendor API that claims per config makes a mixed row; where it diverged, the op's fix is named.
+TEST_F(VerdictTest, AMixedClaimRowThatDivergedGetsTheFix) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  put(s, a, {.variant = "vendor.alg2", .role = "vendor", .claim = "nondeterministic", .config = "transposed", .digests = {"x", "y"}, .median_ns = 100});
+  put(s, a, {.variant = "vendor.alg2", .role = "vendor", .claim = "deterministic", .config = "plain", .digests = {"x", "x"}, .median_ns = 100});
+  put(s, a, {.variant = "cpu.ordered", .role = "ordered", .config = "transposed", .digests = {"x", "x"}, .median_ns = 200});
+  s.finish_run(a, "complete");
+  const StatusModel m = build_status_model(load_report_data(s));
+  ASSERT_EQ(m.solutions.size(), 1u);
+  EXPECT_EQ(m.solutions[0].variant, "cpu.ordered");
+  bool found = false;
+  for (const auto& row : m.rows)
+    if (row.variant == "vendor.alg2") {
+      found = true;
+      EXPECT_EQ(row.claim_determinism, "mixed");
+      EXPECT_EQ(row.solution, 0);
+    }
+  EXPECT_TRUE(found);
+}
+
 // Rows written before schema 3 carry no role: a registered variant has its registered role, any
 // other the naming convention of the d9m that wrote it.
 TEST_F(VerdictTest, RowsWithoutARoleAreReadAsTheirWriterNamedThem) {
