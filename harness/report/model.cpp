@@ -175,53 +175,75 @@ std::vector<Cost> costs_of(const ReportData& data) {
   return out;
 }
 
-// Per op at one precision (source) and backend, the deterministic variant to use instead, with
-// its cost on every config and stack where it ran beside a nondeterministic variant: the one that
-// ran on the most problems (distinct configs by id and inputs, whatever their names and however
-// many stacks ran them), then the cheapest (geometric mean), then by name. Found by review: a
-// variant chosen by votes of "fastest on this config" was costed on the configs it won only (1.11x
-// where it cost 2.86x and 2.37x on the two it lost), and a tie of votes went to the first name.
-std::vector<Solution> solutions_of(const ReportData& data) {
+// Where each fix ran beside a nondeterministic variant: per op at one precision (source),
+// backend and fix, one pair per config and stack, its time over the fastest variant claimed
+// nondeterministic there.
+struct FixPair {
+  std::pair<std::string, std::string> problem;  // config id and inputs: the same problem under any name and stack
+  std::string stack;
+  double ratio = 0;
+  bool values_unchecked = false;
+  std::string against;
+};
+using FixPairs = std::map<std::tuple<std::string, std::string, std::string>, std::vector<FixPair>>;
+
+FixPairs fix_pairs_of(const ReportData& data) {
   const IsFix is_fix(data);
-  std::map<std::pair<std::string, std::string>, std::map<std::string, Solution>> per;  // (source, backend) -> variant
-  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, int>> against;
-  std::map<std::tuple<std::string, std::string, std::string>, std::set<std::pair<std::string, std::string>>> problems;
+  FixPairs out;
   for (const auto& [key, rs] : timed_groups(data)) {
     const CaseResult* nd = fastest(rs, is_replaceable);
     if (!nd || *nd->median_ns <= 0) continue;
-    for (const auto* r : rs) {
-      if (!is_fix(*r)) continue;
-      Solution& s = per[{r->source(), r->backend}][r->variant];
-      s.ratios.push_back(static_cast<double>(*r->median_ns) / static_cast<double>(*nd->median_ns));
-      s.values_unchecked += r->values && r->values->outcome == ValueCheck::Outcome::unchecked;
-      ++against[{r->source(), r->backend, r->variant}][nd->variant];
-      problems[{r->source(), r->backend, r->variant}].insert({r->config_id, r->input_digest});
-    }
-  }
-  // The claim reason of each (source, variant), the last result's, read in one pass.
-  std::map<std::pair<std::string, std::string>, std::string> reasons;
-  if (!per.empty())
-    for (const auto& r : data.results) reasons[{r.source(), r.variant}] = r.claim_reason;
-  std::vector<Solution> out;
-  for (auto& [key, variants] : per) {
-    const auto better = [&, key = key](const auto& a, const auto& b) {
-      const std::size_t pa = problems[{key.first, key.second, a.first}].size(), pb = problems[{key.first, key.second, b.first}].size();
-      if (pa != pb) return pa > pb;
-      if (a.second.geomean() != b.second.geomean()) return a.second.geomean() < b.second.geomean();
-      return a.first < b.first;
-    };
-    auto& [variant, best] = *std::min_element(variants.begin(), variants.end(), better);
-    Solution s = std::move(best);
-    s.source = key.first;
-    s.backend = key.second;
-    s.variant = variant;
-    s.key = footnote_key(out.size());
-    const auto& vs = against[{s.source, s.backend, s.variant}];
-    s.against = std::max_element(vs.begin(), vs.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
-    if (auto it = reasons.find({s.source, s.variant}); it != reasons.end()) s.reason = it->second;
-    out.push_back(std::move(s));
+    for (const auto* r : rs)
+      if (is_fix(*r))
+        out[{r->source(), r->backend, r->variant}].push_back(
+            {{r->config_id, r->input_digest}, r->stack,
+             static_cast<double>(*r->median_ns) / static_cast<double>(*nd->median_ns),
+             r->values && r->values->outcome == ValueCheck::Outcome::unchecked,
+             nd->variant});
   }
   return out;
+}
+
+// A row's fix: of the deterministic variants of its op at its precision and backend, the one that
+// ran on the most of the problems the row's own variant ran on (distinct configs by id and inputs,
+// whatever their names and however many stacks ran them), then the cheapest (geometric mean of its
+// pairs there), then by name; costed on the configs and stacks the row ran on only. Found by review: a variant
+// chosen by votes of "fastest on this config" was costed on the configs it won only (1.11x where it
+// cost 2.86x and 2.37x on the two it lost), and a tie of votes went to the first name. Found by an
+// audit of the reports: chosen and costed over every config of the op, a row that ran on 7 of 8
+// (cuDNN's filter gradient, interrupted before one) read "use cuda.gather, 7.05x", its 8th pair one
+// where the row never ran; on the row's 7, cudnn.algo1 ran too and costs 1.64x (cuda.gather 14.6x).
+std::optional<Solution> solution_for(const FixPairs& pairs, const std::string& source, const std::string& backend,
+                                     const std::set<std::tuple<std::string, std::string, std::string>>& row_ran) {
+  std::optional<Solution> best;
+  std::size_t best_problems = 0;
+  for (auto it = pairs.lower_bound({source, backend, ""}); it != pairs.end(); ++it) {
+    const auto& [s_, b_, variant] = it->first;
+    if (s_ != source || b_ != backend) break;
+    Solution candidate;
+    candidate.source = source;
+    candidate.backend = backend;
+    candidate.variant = variant;
+    std::set<std::pair<std::string, std::string>> problems;
+    std::map<std::string, int> against;
+    for (const auto& p : it->second) {
+      if (!row_ran.count({p.problem.first, p.problem.second, p.stack})) continue;
+      candidate.ratios.push_back(p.ratio);
+      candidate.values_unchecked += p.values_unchecked;
+      problems.insert(p.problem);
+      ++against[p.against];
+    }
+    if (problems.empty()) continue;
+    candidate.against = std::max_element(against.begin(), against.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    const bool better = !best || problems.size() > best_problems ||
+                        (problems.size() == best_problems &&
+                         (candidate.geomean() < best->geomean() || (candidate.geomean() == best->geomean() && variant < best->variant)));
+    if (better) {
+      best = std::move(candidate);
+      best_problems = problems.size();
+    }
+  }
+  return best;
 }
 
 // "9.14.0" -> {9, 14, 0}; empty when the text is not a dotted version.
@@ -402,7 +424,12 @@ int invariance_weight(const std::string& s) {
   return s.empty() ? 0 : 1;
 }
 
-std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solution>& solutions, const Verdict& verdict) {
+std::vector<StatusRow> rows_of(const ReportData& data, std::vector<Solution>& solutions, const Verdict& verdict) {
+  const FixPairs pairs = fix_pairs_of(data);
+  // The claim reason of each (source, variant), the last result's: a solution's footnote quotes it.
+  std::map<std::pair<std::string, std::string>, std::string> reasons;
+  if (!pairs.empty())
+    for (const auto& r : data.results) reasons[{r.source(), r.variant}] = r.claim_reason;
   // d9m's controls are rows of their own (found by review: a control's ND made the user's own
   // unsorted_segment_sum row read "ND 2/10 (1 of 2 configs)" where its only config was D).
   std::map<std::pair<std::string, std::string>, std::vector<const CaseResult*>> by_row;
@@ -469,9 +496,25 @@ std::vector<StatusRow> rows_of(const ReportData& data, const std::vector<Solutio
     // by an audit of the reports: cuSPARSE's SpMV CSR_ALG2, claimed ND on its transposed config,
     // diverged there with cuda.ordered deterministic beside it, and showed no fix).
     const bool diverged = std::any_of(row.cells.begin(), row.cells.end(), [](const StatusCell& c) { return c.nd_configs > 0; });
-    if (row.claim_determinism == "nondeterministic" || (row.claim_determinism == "mixed" && diverged))
-      for (std::size_t i = 0; i < solutions.size(); ++i)
-        if (solutions[i].source == row.source && solutions[i].backend == row.backend) row.solution = static_cast<int>(i);
+    if (row.claim_determinism == "nondeterministic" || (row.claim_determinism == "mixed" && diverged)) {
+      std::set<std::tuple<std::string, std::string, std::string>> ran;  // problems and stacks the row's variant ran on
+      for (const auto* r : rs)
+        if (r->median_ns) ran.insert({r->config_id, r->input_digest, r->stack});
+      if (std::optional<Solution> fix = solution_for(pairs, row.source, row.backend, ran)) {
+        // Rows whose fix is the same variant on the same pairs share one footnote.
+        const auto same = std::find_if(solutions.begin(), solutions.end(), [&](const Solution& x) {
+          return x.source == fix->source && x.backend == fix->backend && x.variant == fix->variant && x.ratios == fix->ratios;
+        });
+        if (same != solutions.end()) {
+          row.solution = static_cast<int>(same - solutions.begin());
+        } else {
+          fix->key = footnote_key(solutions.size());
+          if (auto it = reasons.find({fix->source, fix->variant}); it != reasons.end()) fix->reason = it->second;
+          row.solution = static_cast<int>(solutions.size());
+          solutions.push_back(std::move(*fix));
+        }
+      }
+    }
     rows.push_back(std::move(row));
   }
   return rows;
@@ -577,7 +620,6 @@ StatusModel build_status_model(const ReportData& data) {
   m.cross = cross_checks(data);
   m.stack_differences = stack_differences_of(data);
   m.costs = costs_of(data);
-  m.solutions = solutions_of(data);
   m.verdict = verdict_over(data, m.cross);
   m.rows = rows_of(data, m.solutions, m.verdict);
   m.api = api_view_of(m.rows);

@@ -349,6 +349,34 @@ TEST_F(VerdictTest, RolesNotNamesChooseTheSolution) {
   EXPECT_DOUBLE_EQ(m.solutions[0].geomean(), 3.0);
 }
 
+// A row's fix is chosen and costed on the configs the row ran on (found by an audit of the reports:
+// a cuDNN row that ran on 7 of its op's 8 configs was offered the op's fix, costed with a pair from
+// the 8th, where a deterministic cuDNN algorithm that ran on all its 7 was 4x cheaper).
+TEST_F(VerdictTest, ARowsFixIsChosenOnTheConfigsTheRowRanOn) {
+  Store s = open();
+  const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
+  for (const char* config : {"A", "B"}) {
+    const bool b = std::string(config) == "B";
+    put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = config, .digests = {"x", "y"}, .median_ns = 100});
+    put(s, a, {.variant = "cpu.gather", .role = "ordered", .config = config, .digests = {"x", "x"}, .median_ns = b ? 10 : 1000});
+  }
+  put(s, a, {.variant = "vendor.alg0", .role = "vendor", .claim = "nondeterministic", .config = "A", .digests = {"x", "y"}, .median_ns = 150});
+  put(s, a, {.variant = "vendor.alg1", .role = "vendor", .config = "A", .digests = {"x", "x"}, .median_ns = 200});
+  s.finish_run(a, "complete");
+  const StatusModel m = build_status_model(load_report_data(s));
+  std::map<std::string, const Solution*> fix;
+  for (const auto& row : m.rows)
+    if (row.solution >= 0) fix[row.variant] = &m.solutions.at(static_cast<std::size_t>(row.solution));
+  ASSERT_EQ(fix.size(), 2u);
+  // cpu.atomic ran on A and B: cpu.gather ran on both (10x and 0.1x: 1x), vendor.alg1 on A only.
+  EXPECT_EQ(fix["cpu.atomic"]->variant, "cpu.gather");
+  EXPECT_DOUBLE_EQ(fix["cpu.atomic"]->geomean(), 1.0);
+  // vendor.alg0 ran on A only: both fixes ran there, and vendor.alg1 costs 2x against cpu.gather's 10x.
+  EXPECT_EQ(fix["vendor.alg0"]->variant, "vendor.alg1");
+  EXPECT_DOUBLE_EQ(fix["vendor.alg0"]->geomean(), 2.0);
+  EXPECT_EQ(fix["vendor.alg0"]->ratios.size(), 1u);
+}
+
 // A vendor API that claims per config makes a mixed row; where it diverged, the op's fix is named.
 TEST_F(VerdictTest, AMixedClaimRowThatDivergedGetsTheFix) {
   Store s = open();
