@@ -141,7 +141,8 @@ class IsFix {
  public:
   explicit IsFix(const ReportData& data) {
     for (const auto& r : data.results)
-      if (r.values_wrong() || r.claim_broken()) wrong_.insert({r.source(), r.backend, r.variant});
+      if (r.values_wrong() || r.claim_broken() || r.status == Status::nondeterministic)
+        wrong_.insert({r.source(), r.backend, r.variant});
   }
   bool operator()(const CaseResult& r) const {
     return r.claim_determinism == "deterministic" && r.status == Status::deterministic && may_be_a_solution(r.role) &&
@@ -213,13 +214,14 @@ FixPairs fix_pairs_of(const ReportData& data) {
 // audit of the reports: chosen and costed over every config of the op, a row that ran on 7 of 8
 // (cuDNN's filter gradient, interrupted before one) read "use cuda.gather, 7.05x", its 8th pair one
 // where the row never ran; on the row's 7, cudnn.algo1 ran too and costs 1.64x (cuda.gather 14.6x).
-std::optional<Solution> solution_for(const FixPairs& pairs, const std::string& source, const std::string& backend,
+std::optional<Solution> solution_for(const FixPairs& pairs, const std::string& source, const std::string& backend, const std::string& row_variant,
                                      const std::set<std::tuple<std::string, std::string, std::string>>& row_ran) {
   std::optional<Solution> best;
   std::size_t best_problems = 0;
   for (auto it = pairs.lower_bound({source, backend, ""}); it != pairs.end(); ++it) {
     const auto& [s_, b_, variant] = it->first;
     if (s_ != source || b_ != backend) break;
+    if (variant == row_variant) continue;  // never a row's own fix
     Solution candidate;
     candidate.source = source;
     candidate.backend = backend;
@@ -498,9 +500,13 @@ std::vector<StatusRow> rows_of(const ReportData& data, std::vector<Solution>& so
     const bool diverged = std::any_of(row.cells.begin(), row.cells.end(), [](const StatusCell& c) { return c.nd_configs > 0; });
     if (row.claim_determinism == "nondeterministic" || (row.claim_determinism == "mixed" && diverged)) {
       std::set<std::tuple<std::string, std::string, std::string>> ran;  // problems and stacks the row's variant ran on
+      // A mixed row needs a fix where it was claimed nondeterministic or diverged only (found by
+      // review: costed on the configs where it was claimed and seen deterministic).
       for (const auto* r : rs)
-        if (r->median_ns) ran.insert({r->config_id, r->input_digest, r->stack});
-      if (std::optional<Solution> fix = solution_for(pairs, row.source, row.backend, ran)) {
+        if (r->median_ns && (row.claim_determinism != "mixed" || r->claim_determinism == "nondeterministic" ||
+                             r->status == Status::nondeterministic))
+          ran.insert({r->config_id, r->input_digest, r->stack});
+      if (std::optional<Solution> fix = solution_for(pairs, row.source, row.backend, row.variant, ran)) {
         // Rows whose fix is the same variant on the same pairs share one footnote.
         const auto same = std::find_if(solutions.begin(), solutions.end(), [&](const Solution& x) {
           return x.source == fix->source && x.backend == fix->backend && x.variant == fix->variant && x.ratios == fix->ratios;

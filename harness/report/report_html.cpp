@@ -120,6 +120,7 @@ void heatmap(std::ostringstream& o, const ReportData& data, const StatusModel& m
       const StatusCell& c = row.cells[j];
       const std::string cls = c.configs ? status_class(c.status) : "s";
       const std::string title = c.configs ? std::to_string(c.configs) + " configs" +
+                                                (c.ran_configs < c.configs ? ", " + std::to_string(c.ran_configs) + " with evidence (D or ND)" : "") +
                                                 (c.nd_configs ? ", " + std::to_string(c.nd_configs) + " nondeterministic" : "") +
                                                 (c.broken ? ", claim broken" : "")
                                           : "not run";

@@ -1,5 +1,7 @@
 // The JSON report, "d9m.report/1": the public machine interface (docs/report-json.md). Fields
 // are only ever added; consumers ignore the ones they do not know.
+#include <cmath>
+
 #include "harness/core/fingerprint.h"
 #include "harness/core/json_text.h"
 #include "harness/report/report.h"
@@ -12,6 +14,9 @@ using nlohmann::json;
 namespace {
 
 json optional_number(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+// A difference as the values check writes it: "inf" where a NaN or an infinity met a number (JSON has no
+// infinity; nlohmann would write null, found by review).
+json difference(double x) { return std::isinf(x) || std::isnan(x) ? json("inf") : json(x); }
 
 json result_json(const ReportData& data, const StatusModel& m, const CaseResult& r) {
   json failures = json::array();
@@ -73,7 +78,7 @@ json result_json(const ReportData& data, const StatusModel& m, const CaseResult&
     j["autotune"] = {{"choices", choices}, {"changes", r.choice_changes}};
   }
   if (r.worst_diff)
-    j["worst_diff"] = {{"count", r.worst_diff->count}, {"max_abs", r.worst_diff->max_abs},
+    j["worst_diff"] = {{"count", r.worst_diff->count}, {"max_abs", difference(r.worst_diff->max_abs)},
                        {"max_ulp", r.worst_diff->max_ulp}, {"first_index", r.worst_diff->first_index}};
   return j;
 }
@@ -121,7 +126,7 @@ std::string render_json(const ReportData& data, const StatusModel& m) {
     json cells = json::array();
     for (std::size_t i = 0; i < row.cells.size(); ++i)
       cells.push_back({{"stack", data.stacks[i].id}, {"status", to_string(row.cells[i].status)}, {"text", row.cells[i].text},
-                       {"broken", row.cells[i].broken}, {"configs", row.cells[i].configs},
+                       {"broken", row.cells[i].broken}, {"configs", row.cells[i].configs}, {"ran_configs", row.cells[i].ran_configs},
                        {"invariance", row.cells[i].invariance.empty() ? json(nullptr) : json(row.cells[i].invariance)}});
     json solution = nullptr;
     if (row.solution >= 0) {

@@ -30,7 +30,9 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
       if (inv) o << " " << (c.invariance.empty() ? "-" : c.invariance) << " |";
     }
     std::string solution;
-    if (row.claim_determinism == "nondeterministic" && !row.control) {
+    // A row claimed nondeterministic says so where no fix was measured; a mixed row that diverged
+    // shows the fix it has (found by review: JSON named it, the Markdown cell stayed empty).
+    if ((row.claim_determinism == "nondeterministic" || row.solution >= 0) && !row.control) {
       if (row.solution < 0) {
         solution = "none measured";
       } else {
@@ -41,7 +43,8 @@ void status_table(std::ostringstream& o, const ReportData& data, const StatusMod
     o << " " << solution << " |\n";
   }
   o << "\nKey: `D` one output digest in every trial of every config; `ND k/N` k distinct digests in N trials "
-       "(worst config; \"m of n configs\" when not every config diverged); `E` error; `U` the variant does not support the "
+       "(worst config; \"m of n configs\" when not every config that ran diverged: n counts the configs with evidence, D or ND, "
+       "not those that were U, E or skipped); `E` error; `U` the variant does not support the "
        "config; `-` not run (or skipped) on that stack. Claim: what the variant is expected to be and who says so (design, "
        "vendor-doc, vendor-api).";
   if (inv)

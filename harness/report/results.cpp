@@ -325,9 +325,14 @@ class Loader {
         } else {
           DiffStats& w = *a.r.worst_diff;
           w.count = std::max(w.count, ds.count);
-          w.max_abs = std::isnan(ds.max_abs) || std::isnan(w.max_abs) ? std::numeric_limits<double>::quiet_NaN() : std::max(w.max_abs, ds.max_abs);
+          // A NaN against a number is stored as inf (diff_element); any NaN read back counts as that.
+          const auto widened = [](double x) { return std::isnan(x) ? std::numeric_limits<double>::infinity() : x; };
+          w.max_abs = std::max(widened(w.max_abs), widened(ds.max_abs));
           w.max_ulp = std::max(w.max_ulp, ds.max_ulp);
-          w.first_index = std::min(w.first_index, ds.first_index);
+          // -1 is a trial whose difference healed (a pipeline's, count 0): the lowest index any
+          // trial differed at, -1 only where none did (found by review: one healed trial set -1
+          // beside another's count).
+          if (ds.first_index >= 0) w.first_index = w.first_index < 0 ? ds.first_index : std::min(w.first_index, ds.first_index);
         }
       }
       const std::string choice = s.text(9);

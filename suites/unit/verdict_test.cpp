@@ -301,8 +301,9 @@ TEST_F(VerdictTest, ACellShowsDivergenceBeforeAnErrorOfAnotherConfig) {
 TEST_F(VerdictTest, TheWorstDifferenceIsEachColumnsWorstOverTheTrials) {
   Store s = open();
   const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
-  put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .digests = {"x", "y", "z", "w"},
-             .diffs = {{}, {1, 1.9e-6, 1, 40}, {5, 0.00195, 1, 7}, {3, 1e-3, 1, 12}}});
+  // The last trial's difference healed (a pipeline's: 0 elements, first index -1): it lowers nothing.
+  put(s, a, {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .digests = {"x", "y", "z", "w", "v"},
+             .diffs = {{}, {1, 1.9e-6, 1, 40}, {5, 0.00195, 1, 7}, {3, 1e-3, 1, 12}, {0, 0, 0, -1}}});
   s.finish_run(a, "complete");
   const ReportData d = load_report_data(s);
   ASSERT_EQ(d.results.size(), 1u);
@@ -378,24 +379,36 @@ TEST_F(VerdictTest, ARowsFixIsChosenOnTheConfigsTheRowRanOn) {
 }
 
 // A vendor API that claims per config makes a mixed row; where it diverged, the op's fix is named.
+// Its fix is costed where it was claimed nondeterministic or diverged, is never itself, and is never
+// a variant that diverged anywhere (found by review: a mixed row was offered itself, costed on the
+// config where it was deterministic; and a variant that diverged on one config was another's fix).
 TEST_F(VerdictTest, AMixedClaimRowThatDivergedGetsTheFix) {
   Store s = open();
   const std::string a = begin(s, "a1", "2026-01-01T00:00:00Z");
-  put(s, a, {.variant = "vendor.alg2", .role = "vendor", .claim = "nondeterministic", .config = "transposed", .digests = {"x", "y"}, .median_ns = 100});
-  put(s, a, {.variant = "vendor.alg2", .role = "vendor", .claim = "deterministic", .config = "plain", .digests = {"x", "x"}, .median_ns = 100});
-  put(s, a, {.variant = "cpu.ordered", .role = "ordered", .config = "transposed", .digests = {"x", "x"}, .median_ns = 200});
+  for (const char* v : {"vendor.alg2", "vendor.alg3"}) {
+    put(s, a, {.variant = v, .role = "vendor", .claim = "nondeterministic", .config = "transposed", .digests = {"x", "y"}, .median_ns = 100});
+    put(s, a, {.variant = v, .role = "vendor", .claim = "deterministic", .config = "plain", .digests = {"x", "x"}, .median_ns = 100});
+  }
+  for (const char* config : {"transposed", "plain"})
+    put(s, a, {.variant = "cpu.ordered", .role = "ordered", .config = config, .digests = {"x", "x"}, .median_ns = 200});
   s.finish_run(a, "complete");
-  const StatusModel m = build_status_model(load_report_data(s));
+  const ReportData d = load_report_data(s);
+  const StatusModel m = build_status_model(d);
   ASSERT_EQ(m.solutions.size(), 1u);
   EXPECT_EQ(m.solutions[0].variant, "cpu.ordered");
-  bool found = false;
+  EXPECT_EQ(m.solutions[0].ratios, std::vector<double>{2.0});  // on "transposed" only
+  int found = 0;
   for (const auto& row : m.rows)
-    if (row.variant == "vendor.alg2") {
-      found = true;
+    if (row.variant.rfind("vendor.", 0) == 0) {
+      ++found;
       EXPECT_EQ(row.claim_determinism, "mixed");
       EXPECT_EQ(row.solution, 0);
     }
-  EXPECT_TRUE(found);
+  EXPECT_EQ(found, 2);
+  // The Markdown table shows it (its cell was empty while JSON named the fix).
+  EXPECT_NE(render_markdown(d, m).find("| vendor.alg2 | mixed (design) | ND 2/2 (1 of 2 configs) | use cpu.ordered, 2.00x [a] |"),
+            std::string::npos)
+      << render_markdown(d, m);
 }
 
 // Rows written before schema 3 carry no role: a registered variant has its registered role, any
