@@ -60,13 +60,17 @@ inline void integers(FillTarget& t, std::int32_t lo, std::int32_t hi) {
 // ascending j (correctly rounded divisions and adds only, no library function), the thresholds
 // t_k = floor(c_k / c_{n-1} * 2^63) (so t_{n-1} = 2^63), and draw i is the least k with
 // (bits(i) >> 1) < t_k.
+// One vector of 8 bytes a value: c_k is computed again in the second pass, by the same adds in the
+// same order, so it has the same bits as the first pass's (which only needs the total).
 inline std::vector<std::uint64_t> zipf_thresholds(std::int32_t n) {
-  std::vector<double> cumulative(static_cast<std::size_t>(std::max(n, 0)));
+  std::vector<std::uint64_t> thresholds(static_cast<std::size_t>(std::max(n, 0)));
   double sum = 0;
-  for (std::size_t k = 0; k < cumulative.size(); ++k) cumulative[k] = sum += 1.0 / static_cast<double>(k + 1);
-  std::vector<std::uint64_t> thresholds(cumulative.size());
-  for (std::size_t k = 0; k < cumulative.size(); ++k)
-    thresholds[k] = static_cast<std::uint64_t>(cumulative[k] / sum * 0x1p63);
+  for (std::size_t k = 0; k < thresholds.size(); ++k) sum += 1.0 / static_cast<double>(k + 1);
+  double c = 0;
+  for (std::size_t k = 0; k < thresholds.size(); ++k) {
+    c += 1.0 / static_cast<double>(k + 1);
+    thresholds[k] = static_cast<std::uint64_t>(c / sum * 0x1p63);
+  }
   return thresholds;
 }
 

@@ -5,6 +5,7 @@ output (vectors.json); the unit tests compare the C++ implementations with it.
 
     pip install xxhash && python3 suites/digest/make_vectors.py > suites/digest/vectors.json
 """
+import hashlib
 import json
 import struct
 
@@ -37,6 +38,14 @@ def rng_bits(seed, stream, i):
     return mix((key + GOLDEN * (i + 1)) & MASK)
 
 
+def zipf_thresholds(n):
+    cumulative, total = [], 0.0
+    for k in range(n):
+        total += 1.0 / (k + 1)
+        cumulative.append(total)
+    return [int(c / total * 2.0**63) for c in cumulative]
+
+
 def zipf_ids(seed, stream, n, count):
     """kernels/common/fill.h zipf_integers: cumulative 1/(k+1) in double, thresholds
     floor(c_k / c_{n-1} * 2^63), draw i the least k with (bits(i) >> 1) < t_k."""
@@ -59,6 +68,10 @@ out = {
     "digest_v1": [{"length": n, "digest": digest_v1(pattern(n))} for n in lengths],
     "counter_rng": [{"seed": s, "stream": st, "index": i, "bits": "%016x" % rng_bits(s, st, i)}
                     for s, st, i in [(0, 0, 0), (1, 0, 0), (1, 0, 1), (1, 2, 1000), (2**63 + 5, 7, 123456789)]],
+    # The thresholds themselves, bit for bit: the draws alone would pass thresholds computed otherwise.
+    "zipf_thresholds": [{"n": n, "sha256_le_u64": hashlib.sha256(struct.pack("<%dQ" % n, *t)).hexdigest(),
+                         "some": {str(k): str(t[k]) for k in (0, 1, n // 2, n - 2, n - 1) if 0 <= k < n}}
+                        for n, t in ((n, zipf_thresholds(n)) for n in (2, 10, 30522, 1000003))],
     "zipf_ids": [{"seed": s, "stream": st, "n": n, "ids": zipf_ids(s, st, n, 64)}
                  for s, st, n in [(1, 1, 1), (1, 1, 2), (7, 0, 10), (3, 2, 30522)]],
 }

@@ -72,8 +72,16 @@ for f in (lambda: torch.nn.functional.grid_sample(torch.zeros(1, 1, 2, 2, dtype=
     real = first_error(f)
     assert real is None or MISSING_DTYPE_KERNEL.search(real), real
 for other in ("this feature is not implemented for sparse tensors", "grid_sampler_2d_cpu not implemented for Half tensors on MPS",
-              "Expected tensor for argument #1 'weight' to have the same device as tensor for argument #2 'indices'"):
+              "Expected tensor for argument #1 'weight' to have the same device as tensor for argument #2 'indices'",
+              "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "
+              "CPUBFloat16Type instead (while checking arguments for embedding_bag)"):
     assert not MISSING_DTYPE_KERNEL.search(other), other
+# PyTorch's CUDA claims depend on the config where its kernels do (EmbeddingBag: mode max only).
+from d9m_torch.ops import cuda_claim
+assert cuda_claim("embedding_bag_bwd", {"mode": "max"}) and cuda_claim("embedding_bag_bwd", {"mode": "sum"}) is None
+assert cuda_claim("nll_loss", {"h": 0}) is None and cuda_claim("nll_loss", {"h": 4}) and cuda_claim("scatter_add", {})
+assert cuda_claim("softmax_cross_entropy_grad", {"h": 4, "reduction": "mean"})
+assert cuda_claim("softmax_cross_entropy_grad", {"h": 4, "reduction": "sum"}) is None and cuda_claim("relu", {}) is None
 PY
 
 # .safetensors outputs are compared per tensor: one element of "a" moves in trial 1, "b" never.

@@ -83,6 +83,22 @@ TEST(Fill, ZipfIdsMatchIndependentVectors) {
   }
 }
 
+TEST(Fill, ZipfThresholdsAreTheSpecifiedBits) {
+  const auto v = vectors();
+  ASSERT_FALSE(v["zipf_thresholds"].empty());
+  for (const auto& c : v["zipf_thresholds"]) {
+    const auto n = c["n"].get<std::int32_t>();
+    const std::vector<std::uint64_t> t = fill::zipf_thresholds(n);
+    ASSERT_EQ(t.size(), static_cast<std::size_t>(n));
+    std::string bytes;  // little-endian, as the Python generator packs them
+    for (std::uint64_t x : t)
+      for (int b = 0; b < 8; ++b) bytes.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
+    EXPECT_EQ(sha256_hex(bytes), c["sha256_le_u64"].get<std::string>()) << "n " << n;
+    for (const auto& [k, value] : c["some"].items())
+      EXPECT_EQ(t.at(std::stoul(k)), std::stoull(value.get<std::string>())) << "n " << n << ", t_" << k;
+  }
+}
+
 TEST(CounterRng, FloatsAreOnTheExactGrid) {
   const CounterRng rng(42, 3);
   for (std::uint64_t i = 0; i < 10000; ++i) {

@@ -380,11 +380,31 @@ CUDA_NONDETERMINISTIC = {
     "conv2d_bwd_data": "cuDNN convolution backward on CUDA (torch.backends.cudnn.deterministic off)",
     "conv2d_bwd_filter": "cuDNN convolution backward on CUDA (torch.backends.cudnn.deterministic off)",
     # The ops use_deterministic_algorithms(True) makes throw on CUDA ("normally-nondeterministic").
-    "nll_loss": "NLLLoss on CUDA (nll_loss2d: inputs of more than two dimensions)",
-    "softmax_cross_entropy": "cross_entropy's NLLLoss on CUDA (nll_loss2d: inputs of more than two dimensions)",
-    "embedding_bag_bwd": "EmbeddingBag backward on CUDA with mode='max'",
     "ctc_loss_bwd": "CTCLoss backward on CUDA",
     "resampler_grad_data": "grid_sample backward on CUDA",
 }
+
+
+def cuda_claim(op, params):
+    """PyTorch's documented nondeterminism of this op on CUDA with these parameters: the reason, or
+    None where its notes make no claim. Some claims hold for some configs only (found by review: a
+    claim keyed by op alone named mode='max' on every EmbeddingBag config)."""
+    if op in CUDA_NONDETERMINISTIC:
+        return CUDA_NONDETERMINISTIC[op]
+    if op == "embedding_bag_bwd" and params.get("mode") == "max":
+        # embedding_bag_backward_cuda_max alerts; sum and mean sort, deterministic, and run in its deterministic mode.
+        return "EmbeddingBag backward on CUDA with mode='max'"
+    spatial = params.get("h", 0) > 0
+    # NLLLoss: the notes name it whole; its CUDA forward races (atomicAdd of block sums) only for inputs of
+    # more than two dimensions, nll_loss2d, and that is where it alerts. [N, C] is one block in a fixed order.
+    if op in ("nll_loss", "softmax_cross_entropy") and spatial:
+        return ("NLLLoss on CUDA (nll_loss2d, inputs of more than two dimensions)" if op == "nll_loss"
+                else "cross_entropy's NLLLoss on CUDA (nll_loss2d, inputs of more than two dimensions)")
+    # The gradient's trial reruns that forward, and a mean's gradient divides by the total weight
+    # it sums with atomicAdd.
+    if op == "softmax_cross_entropy_grad" and spatial and params.get("reduction") == "mean":
+        return ("cross_entropy's NLLLoss on CUDA (nll_loss2d, inputs of more than two dimensions), whose total weight "
+                "the mean's gradient divides by")
+    return None
 
 MATH = ("default", "tf32", "fp32-strict")

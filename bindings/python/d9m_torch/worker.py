@@ -41,11 +41,13 @@ def _die_with_parent():
 #   Expected tensor for argument #1 'weight' to have one of the following scalar types: Half,
 #   Float, Double; but got CPUBFloat16Type instead (while checking arguments for embedding_bag)
 # Matched whole (a kernel name, a dtype name), so that no other error that happens to contain the
-# words passes as UNSUPPORTED. A fact about the stack, reported as such; nothing of d9m's.
+# words passes as UNSUPPORTED. A fact about the stack, reported as such; nothing of d9m's. The third
+# form only where the expected types are float types: "Long, Int" is an index of the wrong dtype,
+# a bug of d9m_torch's mapping, which must read ERROR (found by review).
 MISSING_DTYPE_KERNEL = re.compile(r"\"[^\"\n]+\" not implemented for '[^'\n]+'"
                                   r"|^\w+ not implemented for [A-Za-z0-9]+$"
                                   r"|^Expected tensor for argument #\d+ '\w+' to have one of the following scalar types: "
-                                  r"[A-Za-z0-9, ]+; but got \w+ instead")
+                                  r"(?=[A-Za-z0-9, ]*\b(?:Half|Float|Double|BFloat16)\b)[A-Za-z0-9, ]+; but got \w+ instead")
 
 
 def main():
@@ -118,9 +120,10 @@ def main():
                     raise RuntimeError(f"d9m_torch's {req['op']} gave {tuple(check.shape)} {check.dtype}, "
                                        f"the op's output is {out.shape} {out.dtype}")
                 claim = None
-                if device.type == "cuda" and not deterministic and req["op"] in ops.CUDA_NONDETERMINISTIC:
+                reason = ops.cuda_claim(req["op"], req["params"])
+                if device.type == "cuda" and not deterministic and reason is not None:
                     claim = {"determinism": "nondeterministic", "source": "vendor-doc",
-                             "reason": "PyTorch's reproducibility notes: " + ops.CUDA_NONDETERMINISTIC[req["op"]] +
+                             "reason": "PyTorch's reproducibility notes: " + reason +
                                        " is nondeterministic unless torch.use_deterministic_algorithms(True)"}
                 send({"prepared": {"claim": claim}})
             except ops.Unsupported as e:
