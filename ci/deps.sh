@@ -82,6 +82,15 @@ d9m_build() {
   local launcher=()
   if command -v ccache > /dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+    # One cache for every clone on the machine: paths under the checkout are hashed relative to it
+    # and the folder compiled in is not hashed (it only names the debug info's folder), so a fresh
+    # clone elsewhere (CI's, after a session built here) hits what the last build compiled. And
+    # the translation units that use a precompiled header are cached too (clang's PCH carries its
+    # defines and no timestamp; ccache called them uncacheable: 67 of 254 compiles, measured).
+    # Measured with a clone of the same commit in another folder: 97 of 104 compiles hit; the
+    # harness's unity files miss (CMake writes absolute #include paths into them).
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+    export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}
   fi
   [[ -x /usr/local/cuda/bin/nvcc && -z ${CUDACXX:-} ]] && export CUDACXX=/usr/local/cuda/bin/nvcc
   local wheels=()

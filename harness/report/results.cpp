@@ -118,16 +118,45 @@ bool ReportData::reports_stack(const std::string& id) const {
 
 namespace {
 
+// Which rows a Loader reads: every run's, one run's, or every run's rows of the cases that can
+// take part in one run's verdict (the scope below).
+struct LoadScope {
+  enum class Kind { store, run, run_verdict } kind = Kind::store;
+  std::string run_id;
+};
+
+// The cases `d9m run`'s verdict of run ?1 can read: those that share an op and a config id with a
+// case the run recorded (its own cases on every stack and run, and every case a claim to another
+// implementation's bits can pair with one of them: cross_checks pairs only cases of one op, config
+// id and inputs), and every control case (a quiet control is judged run by run over the stack).
+// Everything else is only partners of no check (load_run_evidence), and reading it made the
+// verdict's time grow with the store: about 1 s of a 1.6 s certification test at the end of
+// ci/test.sh's ctest, measured.
+constexpr const char* kVerdictScope =
+    "WITH scope(id) AS (SELECT c2.id FROM cases c2 WHERE c2.config = '_canary' OR (c2.op, c2.config_id) IN"
+    " (SELECT c3.op, c3.config_id FROM case_runs cr3 JOIN cases c3 ON c3.id = cr3.case_id WHERE cr3.run_id = ?1)) ";
+
 // Reads a store into ReportData in three passes (runs, case rows, trials) and settles each case's
-// status; every query is limited to one run when one is given.
+// status; every query is limited to one run, or to one run's verdict scope, when one is given.
 class Loader {
  public:
-  Loader(const Store& store, const std::optional<std::string>& run_id)
-      : store_(store), db_(store.db()), run_id_(run_id), run_filter_(run_id ? " WHERE r.id = ?1" : "") {
+  Loader(const Store& store, const LoadScope& scope) : store_(store), db_(store.db()), scope_(scope) {
+    switch (scope.kind) {
+      case LoadScope::Kind::store:
+        break;
+      case LoadScope::Kind::run:
+        run_filter_ = rows_filter_ = trials_filter_ = " WHERE r.id = ?1";
+        break;
+      case LoadScope::Kind::run_verdict:
+        rows_prefix_ = kVerdictScope;
+        rows_filter_ = " WHERE cr.case_id IN (SELECT id FROM scope)";
+        trials_filter_ = " WHERE t.case_id IN (SELECT id FROM scope)";
+        break;
+    }
     d_.store_path = store.path();
     d_.generated_at = utc_now();
-    if (run_id) {
-      d_.selection = "run " + *run_id;
+    if (scope.kind == LoadScope::Kind::run) {
+      d_.selection = "run " + scope.run_id;
       d_.warn_unpaired_claims = true;
     }
   }
@@ -177,7 +206,7 @@ class Loader {
   };
 
   void bind_run(sql::Statement& s) const {
-    if (run_id_) s.bind(1, *run_id_);
+    if (scope_.kind != LoadScope::Kind::store) s.bind(1, scope_.run_id);
   }
 
   StackInfo& stack_of(const std::string& id, const std::string& canonical) {
@@ -200,7 +229,7 @@ class Loader {
                      " r.trials_per_case, r.threads, r.id, r.started_at, coalesce(r.finished_at, ''), r.arguments, r.d9m_commit,"
                      " coalesce(r.chain_root, ''), " + std::string(store_.schema_version() >= 2 ? "r.resumes" : "0") +
                          " FROM runs r JOIN fingerprints f ON f.id = r.fingerprint_id" + run_filter_ + " ORDER BY r.started_at, r.id");
-    bind_run(s);
+    if (!run_filter_.empty()) bind_run(s);
     std::set<std::string> cats, versions;
     std::set<std::int64_t> ns, ts;
     while (s.step()) {
@@ -229,14 +258,14 @@ class Loader {
   // The case rows, oldest run first, so the latest run's claim, role and detail are kept.
   void load_case_rows() {
     sql::Statement s(db_,
-                     "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
+                     rows_prefix_ + "SELECT r.fingerprint_id, c.id, c.op, c.variant, c.backend, c.config, c.config_id, c.params,"
                      " c.input_digest, c.output_dtype, c.output_shape, cr.claim_determinism, cr.claim_source,"
                      " cr.claim_reason, cr.status, cr.detail, cr.claim_bit_equal_to, " +
                          std::string(store_.schema_version() >= 3 ? "cr.role" : "''") + ", " +
                          std::string(store_.schema_version() >= 4 ? "c.dtype, c.math" : "'f32', 'default'") + ", " +
                          std::string(store_.schema_version() >= 5 ? "cr.invariance" : "''") + ", " +
                          std::string(store_.schema_version() >= 9 ? "cr.value_check" : "''") + ", cr.run_id" +
-                         " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + run_filter_ +
+                         " FROM case_runs cr JOIN runs r ON r.id = cr.run_id JOIN cases c ON c.id = cr.case_id" + rows_filter_ +
                          " ORDER BY r.started_at, r.id, cr.seq");
     bind_run(s);
     while (s.step()) {
@@ -299,10 +328,10 @@ class Loader {
 
   void load_trials() {
     sql::Statement s(db_,
-                     "SELECT r.fingerprint_id, t.case_id, t.digest, t.elapsed_ns, t.diff_count, t.diff_max_abs,"
+                     rows_prefix_ + "SELECT r.fingerprint_id, t.case_id, t.digest, t.elapsed_ns, t.diff_count, t.diff_max_abs,"
                      " t.diff_max_ulp, t.diff_first_index, t.run_id, " +
                          std::string(store_.schema_version() >= 5 ? "t.choice" : "''") +
-                         " FROM trials t JOIN runs r ON r.id = t.run_id" + run_filter_ +
+                         " FROM trials t JOIN runs r ON r.id = t.run_id" + trials_filter_ +
                          // Each run's trials of a case in order, the oldest run first (its trial 0
                          // breaks a tie for the most frequent digest, below).
                          " ORDER BY r.started_at, t.run_id, t.case_id, t.trial");
@@ -393,8 +422,11 @@ class Loader {
 
   const Store& store_;
   sqlite3* db_;
-  std::optional<std::string> run_id_;
-  std::string run_filter_;
+  LoadScope scope_;
+  std::string run_filter_;   // of the runs read
+  std::string rows_prefix_;  // a WITH clause the case-row and trial queries name
+  std::string rows_filter_;  // of the case rows read
+  std::string trials_filter_;  // of the trials read
   ReportData d_;
   std::map<std::pair<std::string, std::string>, Acc> acc_;  // by (case id, stack)
 };
@@ -403,12 +435,12 @@ class Loader {
 
 ReportData load_report_data(const Store& store, const std::optional<std::string>& run_id) {
   const ReadSnapshot snapshot(store);
-  return Loader(store, run_id).load();
+  return Loader(store, run_id ? LoadScope{LoadScope::Kind::run, *run_id} : LoadScope{}).load();
 }
 
 ReportData load_run_evidence(const Store& store, const std::string& run_id) {
   const ReadSnapshot snapshot(store);
-  ReportData d = load_report_data(store);
+  ReportData d = Loader(store, {LoadScope::Kind::run_verdict, run_id}).load();
   std::string stack;
   std::set<std::string> cases;
   try {

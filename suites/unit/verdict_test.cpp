@@ -158,6 +158,77 @@ TEST_F(VerdictTest, ARunsVerdictChecksClaimsWhosePartnerAnotherRunRecorded) {
   EXPECT_NE(md.find("| scatter_add | cpu.fixed | cpu.tiled | S1 with S2 | **0 of 1** (claim broken) |"), std::string::npos) << md;
 }
 
+// `d9m run`'s verdict reads only the cases that can take part in it (results.cpp kVerdictScope:
+// those sharing an op and config id with the run's, and the controls), not the whole store, whose
+// reading made it grow with the store. What it prints must be what a reading of the whole store,
+// partitioned into the run's cases and the rest, gives: the same table, claims checked across runs
+// and stacks, and warnings of quiet controls in other runs, for every run of a store that has all of
+// these. (Each of the scope's parts is needed: without the other stacks' cases the cross-stack
+// claims go unchecked, without the controls the quiet-control warning of the unrelated run is lost.)
+TEST_F(VerdictTest, ARunsVerdictReadsEverythingItsChecksNeedAndNothingElse) {
+  Store s = open();
+  const nlohmann::json other_stack = {{"stack", 1}, {"torch", {{"torch", "2.11.0"}}}};  // differs only in PyTorch
+  std::vector<std::string> runs;
+  runs.push_back(begin(s, "a1", "2026-01-01T00:00:00Z"));
+  put(s, runs.back(), {.variant = "cpu.serial", .role = "reference", .digests = {"x", "x", "x"}});
+  put(s, runs.back(), {.variant = "cpu.fixed", .role = "ordered", .digests = {"z", "z", "z"}, .bit_equal_to = "cpu.tiled"});
+  put(s, runs.back(), {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .digests = {"p", "q", "p"}});
+  put(s, runs.back(), {.variant = "cpu.serial", .role = "reference", .config = "other", .digests = {"o", "o", "o"}});
+  s.finish_run(runs.back(), "complete");
+  // An unrelated run (another config only) whose control stayed quiet.
+  runs.push_back(begin(s, "b1", "2026-01-02T00:00:00Z"));
+  put(s, runs.back(), {.variant = "cpu.atomic", .role = "atomic", .claim = "nondeterministic", .config = "other", .digests = {"u", "v", "u"}});
+  put(s, runs.back(), {.variant = "test.race", .role = "control", .claim = "nondeterministic", .config = kCanaryConfig, .digests = {"c", "c", "c"}});
+  s.finish_run(runs.back(), "complete");
+  // A run on a stack that differs only in PyTorch (where claims are checked across stacks), whose
+  // claims pair with the first run's cases, and the reverse.
+  runs.push_back(begin(s, "c1", "2026-01-03T00:00:00Z", other_stack));
+  put(s, runs.back(), {.variant = "cpu.ordered", .role = "ordered", .digests = {"y", "y", "y"}, .bit_equal_to = "cpu.serial"});
+  put(s, runs.back(), {.variant = "cpu.tiled", .role = "ordered", .digests = {"t", "t", "t"}});
+  put(s, runs.back(), {.variant = "cpu.ordered", .role = "ordered", .config = "other", .digests = {"o", "o", "o"}, .bit_equal_to = "cpu.serial"});
+  s.finish_run(runs.back(), "complete");
+  // A later run of the first stack's serial case alone, with another digest.
+  runs.push_back(begin(s, "d1", "2026-01-04T00:00:00Z"));
+  put(s, runs.back(), {.variant = "cpu.serial", .role = "reference", .digests = {"w", "w", "w"}});
+  put(s, runs.back(), {.variant = "test.race", .role = "control", .claim = "nondeterministic", .config = kCanaryConfig, .digests = {"c", "d", "c"}});
+  s.finish_run(runs.back(), "complete");
+
+  for (const auto& run : runs) {
+    // The reference: the whole store read, then split as load_run_evidence documents it.
+    ReportData want = load_report_data(s);
+    const ReportData alone = load_report_data(s, run);
+    ASSERT_FALSE(alone.results.empty());
+    const std::string stack = alone.results[0].stack;
+    std::set<std::string> cases;
+    for (const auto& r : alone.results) cases.insert(r.case_id);
+    const auto others = std::stable_partition(want.results.begin(), want.results.end(),
+                                              [&](const CaseResult& r) { return r.stack == stack && cases.count(r.case_id); });
+    want.partners.assign(others, want.results.end());
+    want.results.erase(others, want.results.end());
+    const auto other_stacks = std::stable_partition(want.stacks.begin(), want.stacks.end(), [&](const StackInfo& x) { return x.id == stack; });
+    want.partner_stacks.assign(other_stacks, want.stacks.end());
+    want.stacks.erase(other_stacks, want.stacks.end());
+
+    ReportData got = load_run_evidence(s, run);
+    want.selection = got.selection;
+    want.generated_at = got.generated_at;
+    // b1 and d1 share no config with the rest of the store but the controls: their scope is smaller.
+    if (run == runs[1] || run == runs[3]) EXPECT_LT(got.partners.size(), want.partners.size()) << run << ": the scope read the whole store";
+    const StatusModel wm = build_status_model(want), gm = build_status_model(got);
+    EXPECT_EQ(render_markdown(got, gm), render_markdown(want, wm)) << run;
+    EXPECT_EQ(gm.verdict.lines(), wm.verdict.lines()) << run;
+  }
+  // The checks above compared something: the first run's verdict fails a claim paired across
+  // stacks, and the last run's warns of the unrelated run's quiet control.
+  const Verdict first = build_status_model(load_run_evidence(s, runs[0])).verdict;
+  EXPECT_TRUE(std::any_of(first.failures.begin(), first.failures.end(),
+                          [](const Failure& f) { return f.kind == Failure::Kind::cross_implementation; }));
+  const Verdict last = build_status_model(load_run_evidence(s, runs[3])).verdict;
+  EXPECT_TRUE(std::any_of(last.warnings.begin(), last.warnings.end(),
+                          [&](const std::string& w) { return w.find(runs[1].substr(0, 12)) != std::string::npos; }))
+      << ::testing::PrintToString(last.warnings);
+}
+
 // Digests of one run stand beside a run that produced none: D, with the error named (warning).
 TEST_F(VerdictTest, EvidenceOfOneDigestStandsBesideARunThatEndedInError) {
   Store s = open();
