@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -108,6 +109,12 @@ double tolerance_for(const OpDef& op, const Problem& p) { return tolerance_for(o
 
 double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
   return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
+}
+
+double long_sum_agreement(const OpDef& op, const Problem& p, double max_ref, std::int64_t terms) {
+  OpDef sum;  // only its tolerance, scaled by tolerance_for
+  sum.tolerance = std::max(op.tolerance, kSumRoundoffUnits * 0x1p-24 * std::sqrt(static_cast<double>(std::max<std::int64_t>(terms, 1))));
+  return tolerance_for(sum, p) * (1 + max_ref);
 }
 
 double accepted_wide_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {

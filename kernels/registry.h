@@ -160,6 +160,20 @@ double tolerance_for(const OpDef& op, const Problem& p);
 // The largest |variant - serial| accepted on random inputs, max_ref = max|serial|: the op's own
 // rule (OpDef::agreement), else tolerance_for(op, p) * (1 + max_ref).
 double allowed_difference(const OpDef& op, const Problem& p, double max_ref);
+// The rule (OpDef::agreement) of an op whose every output is a sum of at most `terms` contributions,
+// in an order its variants may change (scatter, segment and embedding-gradient sums): reordering a
+// float sum of k terms moves it by about u sqrt(k) of its size on random inputs (each rounding a
+// step of at most u times a partial sum), so an op's fixed tolerance, written for the short sums of
+// the catalogue, failed correct variants where many contributions meet in one output (found by
+// review, measured here: embedding_bag_bwd's cpu.atomic with 160,000 indices into 4 rows, 0.00201
+// from cpu.serial with 0.00134 allowed, 0.73 u sqrt(k) of the output's size; the fixed-point sum of
+// unsorted_segment_sum, nearly exact, was 0.00131 of its 0.00231 from cpu.serial at 40,000 rows a
+// segment). The op's tolerance, or kSumRoundoffUnits u sqrt(terms) where that is larger, at the
+// dtype's roundoff (tolerance_for), times (1 + max_ref). `terms` is a bound from the shapes (every
+// contribution to one output), so the rule is loose where the data spreads them; still far tighter
+// than a wrong op, which misses by the output's own size.
+inline constexpr double kSumRoundoffUnits = 4;
+double long_sum_agreement(const OpDef& op, const Problem& p, double max_ref, std::int64_t terms);
 
 // ---- variants -----------------------------------------------------------------------------
 

@@ -17,6 +17,13 @@ ParamSpec index_range_param() {
   return op::integer_or("index_range", 0, "indices drawn from [0, index_range); 0: all destinations", 0);
 }
 
+// Every output element sums at most one contribution per update row (registry.h long_sum_agreement).
+double agreement(const Problem& p, double max_ref) {
+  OpDef op;
+  op.tolerance = 1e-5;
+  return long_sum_agreement(op, p, max_ref, p.geom<Geometry>().updates);
+}
+
 }  // namespace
 
 D9M_REGISTER_OP(OpDef{
@@ -36,7 +43,8 @@ D9M_REGISTER_OP(OpDef{
       fill::floats(in[0], mode);
       fill::integers(in[1], 0, static_cast<std::int32_t>(pr.geom<Geometry>().index_range));
       fill::floats(in[2], mode);
-    }});
+    },
+    .agreement = agreement});
 
 D9M_REGISTER_OP(OpDef{
     .name = "scatter_nd_add", .family = "scatter",
@@ -68,7 +76,8 @@ D9M_REGISTER_OP(OpDef{
         idx[2 * u + 1] = static_cast<std::int32_t>(flat % g.dim1);
       }
       fill::floats(in[2], mode);
-    }});
+    },
+    .agreement = agreement});
 
 D9M_REGISTER_OP(OpDef{
     .name = "unsorted_segment_sum", .family = "scatter",
@@ -93,6 +102,7 @@ D9M_REGISTER_OP(OpDef{
       fill::floats(in[0], mode);
       if (g.zipf_ids) fill::zipf_integers(in[1], static_cast<std::int32_t>(g.destinations));
       else fill::integers(in[1], -1, static_cast<std::int32_t>(g.destinations));
-    }});
+    },
+    .agreement = agreement});
 
 }  // namespace d9m::scatter
