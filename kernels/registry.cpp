@@ -111,9 +111,9 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
   return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
 }
 
-double long_sum_agreement(const OpDef& op, const Problem& p, double max_ref, std::int64_t terms) {
+double long_sum_agreement(double tolerance, const Problem& p, double max_ref, std::int64_t terms) {
   OpDef sum;  // only its tolerance, scaled by tolerance_for
-  sum.tolerance = std::max(op.tolerance, kSumRoundoffUnits * 0x1p-24 * std::sqrt(static_cast<double>(std::max<std::int64_t>(terms, 1))));
+  sum.tolerance = std::max(tolerance, kSumRoundoffUnits * 0x1p-24 * std::sqrt(static_cast<double>(std::max<std::int64_t>(terms, 1))));
   return tolerance_for(sum, p) * (1 + max_ref);
 }
 

@@ -168,12 +168,12 @@ double allowed_difference(const OpDef& op, const Problem& p, double max_ref);
 // review, measured here: embedding_bag_bwd's cpu.atomic with 160,000 indices into 4 rows, 0.00201
 // from cpu.serial with 0.00134 allowed, 0.73 u sqrt(k) of the output's size; the fixed-point sum of
 // unsorted_segment_sum, nearly exact, was 0.00131 of its 0.00231 from cpu.serial at 40,000 rows a
-// segment). The op's tolerance, or kSumRoundoffUnits u sqrt(terms) where that is larger, at the
+// segment). `tolerance` (the op's, for f32), or kSumRoundoffUnits u sqrt(terms) where that is larger, at the
 // dtype's roundoff (tolerance_for), times (1 + max_ref). `terms` is a bound from the shapes (every
 // contribution to one output), so the rule is loose where the data spreads them; still far tighter
 // than a wrong op, which misses by the output's own size.
 inline constexpr double kSumRoundoffUnits = 4;
-double long_sum_agreement(const OpDef& op, const Problem& p, double max_ref, std::int64_t terms);
+double long_sum_agreement(double tolerance, const Problem& p, double max_ref, std::int64_t terms);
 
 // ---- variants -----------------------------------------------------------------------------
 

@@ -109,10 +109,8 @@ void fill(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
 // Every gradient element sums at most one contribution per index (per bag in mode max): registry.h
 // long_sum_agreement. (Found by review: 40,000 indices into 4 rows failed cpu.atomic's values.)
 double agreement(const Problem& p, double max_ref) {
-  OpDef op;
-  op.tolerance = 1e-5;
   const Geometry& g = p.geom<Geometry>();
-  return long_sum_agreement(op, p, max_ref, g.mode == Mode::max ? g.bags : g.indices);
+  return long_sum_agreement(1e-5, p, max_ref, g.mode == Mode::max ? g.bags : g.indices);
 }
 
 }  // namespace

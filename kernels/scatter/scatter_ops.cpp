@@ -18,11 +18,7 @@ ParamSpec index_range_param() {
 }
 
 // Every output element sums at most one contribution per update row (registry.h long_sum_agreement).
-double agreement(const Problem& p, double max_ref) {
-  OpDef op;
-  op.tolerance = 1e-5;
-  return long_sum_agreement(op, p, max_ref, p.geom<Geometry>().updates);
-}
+double agreement(const Problem& p, double max_ref) { return long_sum_agreement(1e-5, p, max_ref, p.geom<Geometry>().updates); }
 
 }  // namespace
 

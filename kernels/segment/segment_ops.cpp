@@ -50,9 +50,7 @@ OpDef segment_op(const char* name, Reduction r, const char* summary, double tole
       // product keeps the op's fixed tolerance (not yet measured at long segments), a max is exact.
       .agreement = r == Reduction::sum || r == Reduction::mean
                        ? std::function<double(const Problem&, double)>([tolerance](const Problem& p, double max_ref) {
-                           OpDef op;
-                           op.tolerance = tolerance;
-                           return long_sum_agreement(op, p, max_ref, p.geom<Geometry>().rows);
+                           return long_sum_agreement(tolerance, p, max_ref, p.geom<Geometry>().rows);
                          })
                        : nullptr,
   };
