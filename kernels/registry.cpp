@@ -105,16 +105,18 @@ double tolerance_for(const OpDef& op, DType dtype, const std::string& math) {
   }
 }
 
-double tolerance_for(const OpDef& op, const Problem& p) { return tolerance_for(op, p.output.dtype, p.math); }
+double long_sum_tolerance(const OpDef& op, const Problem& p) {
+  if (!op.sum_terms) return 0;
+  const double u = p.output.dtype == DType::f64 ? 0x1p-53 : 0x1p-24;
+  return kSumRoundoffUnits * u * std::sqrt(static_cast<double>(std::max<std::int64_t>(op.sum_terms(p), 1)));
+}
+
+double tolerance_for(const OpDef& op, const Problem& p) {
+  return std::max(tolerance_for(op, p.output.dtype, p.math), long_sum_tolerance(op, p));
+}
 
 double allowed_difference(const OpDef& op, const Problem& p, double max_ref) {
   return op.agreement ? op.agreement(p, max_ref) : tolerance_for(op, p) * (1 + max_ref);
-}
-
-double long_sum_agreement(double tolerance, const Problem& p, double max_ref, std::int64_t terms) {
-  OpDef sum;  // only its tolerance, scaled by tolerance_for
-  sum.tolerance = std::max(tolerance, kSumRoundoffUnits * 0x1p-24 * std::sqrt(static_cast<double>(std::max<std::int64_t>(terms, 1))));
-  return tolerance_for(sum, p) * (1 + max_ref);
 }
 
 double accepted_wide_difference(const OpDef& op, const Problem& p, const VariantDef& v, double max_ref) {
@@ -133,7 +135,7 @@ double accepted_difference(const OpDef& op, const Problem& p, const VariantDef& 
   if (is_outside_code(v.role)) {
     // TF32 only on a device: no CPU library uses it.
     const std::string math = on_device && p.output.dtype == DType::f32 && p.math == "default" ? "tf32" : p.math;
-    if (!op.agreement) rule = tolerance_for(op, p.output.dtype, math) * (1 + max_ref);
+    if (!op.agreement) rule = std::max(tolerance_for(op, p.output.dtype, math), long_sum_tolerance(op, p)) * (1 + max_ref);
     // Another implementation's rounding: 1e-3 (1e-5 in f64), or a few units of a 16-bit dtype's roundoff.
     OpDef roundoff;
     roundoff.tolerance = 1e-6;

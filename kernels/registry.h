@@ -145,6 +145,11 @@ struct OpDef {
   // reference, so the audit does not hold a library variant's values to the reference there
   // (accepted_difference below); d9m's own variants follow the written semantics and are held.
   std::function<std::optional<std::string>(const Problem&)> implementation_choice;
+  // For an op whose every output is a sum of contributions in an order its variants may change
+  // (scatter, segment and embedding-gradient sums): the most contributions one output element can
+  // receive, a bound from the shapes; its tolerance then grows with it (long_sum_tolerance below).
+  // Empty: the op's sums are short, or it has none.
+  std::function<std::int64_t(const Problem&)> sum_terms;
 };
 
 // The parameter that sets the op's batch size (OpDef::batch), or nullopt where it has none.
@@ -157,23 +162,23 @@ double tolerance_for(const OpDef& op, DType dtype, const std::string& math = "de
 // The tolerance of a planned problem: at its output's dtype (an output the framework keeps f32,
 // TensorDesc::keeps_f32, is computed in f32 whatever the config's dtype) and its math mode.
 double tolerance_for(const OpDef& op, const Problem& p);
+// For an op with OpDef::sum_terms (0 for any other): reordering a float sum of k terms moves it by
+// about u sqrt(k) of its size on random inputs (each rounding a step of at most u times a partial
+// sum), so the op's fixed tolerance, written for the catalogue's short sums, failed correct variants
+// where many contributions meet in one output (found by review, measured here: embedding_bag_bwd's
+// cpu.atomic with 160,000 indices into 4 rows, 0.00201 from cpu.serial with 0.00134 allowed; the
+// fixed-point sum of unsorted_segment_sum, nearly exact, was 0.00131 of its 0.00231 from cpu.serial
+// at 40,000 rows a segment). kSumRoundoffUnits u sqrt(terms), u the roundoff of the accumulation:
+// f64's for f64, else f32's, as 16-bit sums are accumulated (the 16-bit output's own rounding is in
+// the op's tolerance at that dtype; code that accumulates in 16 bits is not shown right by any of
+// these rules, see accepted_wide_difference). tolerance_for(op, p) is at least this, and so is the
+// outside-code rule. `terms` bounds every output, so the rule is loose where the data spreads the
+// contributions; still far tighter than a wrong op, which misses by the output's own size.
+inline constexpr double kSumRoundoffUnits = 4;
+double long_sum_tolerance(const OpDef& op, const Problem& p);
 // The largest |variant - serial| accepted on random inputs, max_ref = max|serial|: the op's own
 // rule (OpDef::agreement), else tolerance_for(op, p) * (1 + max_ref).
 double allowed_difference(const OpDef& op, const Problem& p, double max_ref);
-// The rule (OpDef::agreement) of an op whose every output is a sum of at most `terms` contributions,
-// in an order its variants may change (scatter, segment and embedding-gradient sums): reordering a
-// float sum of k terms moves it by about u sqrt(k) of its size on random inputs (each rounding a
-// step of at most u times a partial sum), so an op's fixed tolerance, written for the short sums of
-// the catalogue, failed correct variants where many contributions meet in one output (found by
-// review, measured here: embedding_bag_bwd's cpu.atomic with 160,000 indices into 4 rows, 0.00201
-// from cpu.serial with 0.00134 allowed, 0.73 u sqrt(k) of the output's size; the fixed-point sum of
-// unsorted_segment_sum, nearly exact, was 0.00131 of its 0.00231 from cpu.serial at 40,000 rows a
-// segment). `tolerance` (the op's, for f32), or kSumRoundoffUnits u sqrt(terms) where that is larger, at the
-// dtype's roundoff (tolerance_for), times (1 + max_ref). `terms` is a bound from the shapes (every
-// contribution to one output), so the rule is loose where the data spreads them; still far tighter
-// than a wrong op, which misses by the output's own size.
-inline constexpr double kSumRoundoffUnits = 4;
-double long_sum_agreement(double tolerance, const Problem& p, double max_ref, std::int64_t terms);
 
 // ---- variants -----------------------------------------------------------------------------
 

@@ -107,10 +107,10 @@ void fill(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
 }
 
 // Every gradient element sums at most one contribution per index (per bag in mode max): registry.h
-// long_sum_agreement. (Found by review: 40,000 indices into 4 rows failed cpu.atomic's values.)
-double agreement(const Problem& p, double max_ref) {
+// long_sum_tolerance. (Found by review: 40,000 indices into 4 rows failed cpu.atomic's values.)
+std::int64_t sum_terms(const Problem& p) {
   const Geometry& g = p.geom<Geometry>();
-  return long_sum_agreement(1e-5, p, max_ref, g.mode == Mode::max ? g.bags : g.indices);
+  return g.mode == Mode::max ? g.bags : g.indices;
 }
 
 }  // namespace
@@ -133,6 +133,6 @@ D9M_REGISTER_OP(OpDef{
     .dtypes = op::all_float_dtypes(),
     .plan = plan,
     .fill = fill,
-    .agreement = agreement});
+    .sum_terms = sum_terms});
 
 }  // namespace d9m::embedding

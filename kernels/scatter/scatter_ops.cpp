@@ -17,8 +17,8 @@ ParamSpec index_range_param() {
   return op::integer_or("index_range", 0, "indices drawn from [0, index_range); 0: all destinations", 0);
 }
 
-// Every output element sums at most one contribution per update row (registry.h long_sum_agreement).
-double agreement(const Problem& p, double max_ref) { return long_sum_agreement(1e-5, p, max_ref, p.geom<Geometry>().updates); }
+// Every output element sums at most one contribution per update row (registry.h long_sum_tolerance).
+std::int64_t sum_terms(const Problem& p) { return p.geom<Geometry>().updates; }
 
 }  // namespace
 
@@ -40,7 +40,7 @@ D9M_REGISTER_OP(OpDef{
       fill::integers(in[1], 0, static_cast<std::int32_t>(pr.geom<Geometry>().index_range));
       fill::floats(in[2], mode);
     },
-    .agreement = agreement});
+    .sum_terms = sum_terms});
 
 D9M_REGISTER_OP(OpDef{
     .name = "scatter_nd_add", .family = "scatter",
@@ -73,7 +73,7 @@ D9M_REGISTER_OP(OpDef{
       }
       fill::floats(in[2], mode);
     },
-    .agreement = agreement});
+    .sum_terms = sum_terms});
 
 D9M_REGISTER_OP(OpDef{
     .name = "unsorted_segment_sum", .family = "scatter",
@@ -99,6 +99,6 @@ D9M_REGISTER_OP(OpDef{
       if (g.zipf_ids) fill::zipf_integers(in[1], static_cast<std::int32_t>(g.destinations));
       else fill::integers(in[1], -1, static_cast<std::int32_t>(g.destinations));
     },
-    .agreement = agreement});
+    .sum_terms = sum_terms});
 
 }  // namespace d9m::scatter

@@ -46,12 +46,10 @@ OpDef segment_op(const char* name, Reduction r, const char* summary, double tole
         else fill::floats(in[0], mode);
         fill_ids(in[1], pr.geom<Geometry>().segments);
       },
-      // A sum or mean adds at most every row into one segment (registry.h long_sum_agreement). A
+      // A sum or mean adds at most every row into one segment (registry.h long_sum_tolerance). A
       // product keeps the op's fixed tolerance (not yet measured at long segments), a max is exact.
-      .agreement = r == Reduction::sum || r == Reduction::mean
-                       ? std::function<double(const Problem&, double)>([tolerance](const Problem& p, double max_ref) {
-                           return long_sum_agreement(tolerance, p, max_ref, p.geom<Geometry>().rows);
-                         })
+      .sum_terms = r == Reduction::sum || r == Reduction::mean
+                       ? std::function<std::int64_t(const Problem&)>([](const Problem& p) { return p.geom<Geometry>().rows; })
                        : nullptr,
   };
 }

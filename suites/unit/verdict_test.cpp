@@ -158,7 +158,7 @@ TEST_F(VerdictTest, ARunsVerdictChecksClaimsWhosePartnerAnotherRunRecorded) {
   EXPECT_NE(md.find("| scatter_add | cpu.fixed | cpu.tiled | S1 with S2 | **0 of 1** (claim broken) |"), std::string::npos) << md;
 }
 
-// `d9m run`'s verdict reads only the cases that can take part in it (results.cpp kVerdictScope:
+// `d9m run`'s verdict reads only the cases that can take part in it (results.cpp verdict_scope():
 // those sharing an op and config id with the run's, and the controls), not the whole store, whose
 // reading made it grow with the store. What it prints must be what a reading of the whole store,
 // partitioned into the run's cases and the rest, gives: the same table, claims checked across runs
