@@ -107,7 +107,7 @@ void fill(const Problem& pr, FillMode mode, std::vector<FillTarget>& in) {
 }
 
 // Every gradient element sums at most one contribution per index (per bag in mode max): registry.h
-// long_sum_tolerance. (Found by review: 40,000 indices into 4 rows failed cpu.atomic's values.)
+// long_sum_tolerance. (Found by review: 160,000 indices into 4 rows failed cpu.atomic's values.)
 std::int64_t sum_terms(const Problem& p) {
   const Geometry& g = p.geom<Geometry>();
   return g.mode == Mode::max ? g.bags : g.indices;
